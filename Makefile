@@ -1,0 +1,44 @@
+# sagejit: the two commands are `make demo` and `make test`; both install what is missing first.
+BUILD_DIR ?= build
+SANITIZE_DIR ?= build-sanitize
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+APT_PACKAGES := cmake ninja-build g++ make pkg-config clang-22 lld-22 llvm-22 \
+  libfmt-dev nlohmann-json3-dev doctest-dev libcli11-dev libxxhash-dev \
+  libamdhip64-dev libhiprtc-builtins5 python3
+
+.PHONY: all deps configure build demo test test-gpu sanitize clean
+
+all: build
+
+# Install missing Debian packages (as root), or print the exact command and stop.
+deps:
+	@./tools/scripts/install_deps.sh $(APT_PACKAGES)
+
+configure: deps
+	@cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# The main job: report the toolchains and GPUs, precompile the gfx1201 kernels, selftest on a GPU.
+demo: build
+	@./tools/scripts/demo.sh $(BUILD_DIR)
+
+test: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# GPU tests only (they skip without a GPU).
+test-gpu: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -L gpu
+
+# CPU tests under AddressSanitizer + UndefinedBehaviorSanitizer, plus a short fuzz run of the
+# tuning-table loader (libFuzzer, clang).
+sanitize: deps
+	@cmake -S . -B $(SANITIZE_DIR) -G Ninja -DSAGEJIT_SANITIZE=ON -DSAGEJIT_FUZZ=ON $(CMAKE_FLAGS)
+	@cmake --build $(SANITIZE_DIR) -j $(JOBS)
+	@cd $(SANITIZE_DIR) && ctest --output-on-failure -j $(JOBS) -L cpu
+	@./tools/scripts/run_fuzzers.sh $(SANITIZE_DIR)
+
+clean:
+	@rm -rf $(BUILD_DIR) $(SANITIZE_DIR)

@@ -1,0 +1,50 @@
+// Kernel argument structs shared by host code and every kernel source (NVRTC, hipRTC, clang
+// -nogpuinc, and the host C++ compiler). Plain C layout, fixed-width types only, no includes: the
+// kernel prelude defines the integer types on the device side. Workspace layouts are those of
+// docs/NUMERICS.md.
+#pragma once
+
+#define SJ_QUANT_BLOCK 32
+#define SJ_SEQ_PAD 128
+#define SJ_P_OFFSET 8.807f
+
+// Strides are in elements of the tensor's own dtype, ordered (batch, head, token); the channel
+// stride is 1 (checked on the host).
+struct SjPrepareParams {
+  const void* q;  // bf16/fp16 input
+  const void* k;
+  const void* v;
+  long long q_stride_b, q_stride_h, q_stride_n;
+  long long k_stride_b, k_stride_h, k_stride_n;
+  long long v_stride_b, v_stride_h, v_stride_n;
+  int batch, heads_q, heads_kv, seq_q, seq_kv, seq_q_pad, seq_kv_pad;
+  float q_mul;          // float(sm_scale * log2(e))
+  int smooth_k;         // 0 | 1
+  int want_lse_delta;   // 0 | 1: write lse_delta (only meaningful with smooth_k)
+  // Workspace outputs.
+  signed char* q8;       // [B, Hq, Nq_pad, D]
+  float* q_scale;        // [B, Hq, Nq_pad / 32]
+  signed char* k8;       // [B, Hk, Nk_pad, D]
+  float* k_scale;        // [B, Hk, Nk_pad / 32]
+  float* k_mean;         // [B, Hk, D]
+  double* k_mean_partial;  // [B, Hk, ceil(Nk / 64), D] scratch for the fixed-order fp64 mean
+  void* v_quant;         // fp8 PV: uint8 e4m3 [B, Hk, D, Nk_pad]; fp16 PV: fp16 [B, Hk, D, Nk_pad]
+  float* v_scale;        // [B, Hk, D]
+  float* lse_delta;      // [B, Hq, Nq] or null
+};
+
+struct SjAttentionParams {
+  const signed char* q8;
+  const float* q_scale;
+  const signed char* k8;
+  const float* k_scale;
+  const void* v_quant;
+  const float* v_scale;
+  const float* lse_delta;  // null when absent
+  void* out;               // bf16/fp16, strides below
+  long long o_stride_b, o_stride_h, o_stride_n;
+  float* lse;              // fp32 [B, Hq, Nq] contiguous, or null
+  int batch, heads_q, heads_kv, seq_q, seq_kv, seq_q_pad, seq_kv_pad;
+  int gqa_ratio;           // heads_q / heads_kv
+  int causal;              // 0 | 1
+};

@@ -1,0 +1,34 @@
+#pragma once
+// Reading environment variables, in one place, so every variable sagejit honours is listed here
+// (sagejit-info prints them; option-changing ones enter the cache key).
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sagejit::env {
+
+// Returns the value when the variable is set and non-empty.
+std::optional<std::string> get(const char* name);
+// "1", "true", "yes", "on" (case-insensitive) are true.
+bool flag(const char* name);
+
+struct Variable {
+  std::string_view name;
+  std::string_view meaning;
+};
+
+inline constexpr std::array variables{
+    Variable{"SAGEJIT_LOG", "log level: off|warn|info|debug (default warn)"},
+    Variable{"SAGEJIT_CACHE_DIR", "user code-object cache directory (default $XDG_CACHE_HOME/sagejit or ~/.cache/sagejit)"},
+    Variable{"SAGEJIT_SYSTEM_CACHE_DIR", "read-only system cache searched first (default <prefix>/share/sagejit/cache)"},
+    Variable{"SAGEJIT_DISABLE_CACHE", "1: keep code objects in memory only"},
+    Variable{"SAGEJIT_CACHE_MAX_SIZE", "size cap of the user cache before LRU pruning (e.g. 2G; default 1G)"},
+    Variable{"SAGEJIT_DUMP_DIR", "write rendered source, options and code object of every compile here"},
+    Variable{"SAGEJIT_CLANG", "AMDGPU-capable clang used by the offline clang compiler (default clang++-22)"},
+    Variable{"SAGEJIT_CONFIG_PATH", "extra tuning tables (files or dirs, ':'-separated) that win over shipped ones"},
+    Variable{"SAGEJIT_RECORD_MISSES", "append tuning-table misses to this file for the autotuner"},
+    Variable{"HIPRTC_COMPILE_OPTIONS_APPEND", "read by hipRTC itself; changes code, so it is part of the cache key"},
+};
+
+}  // namespace sagejit::env

@@ -1,0 +1,89 @@
+#pragma once
+// The GPU runtime behind one small interface; one implementation file per vendor
+// (cuda_device.cpp, hip_device.cpp). Vendor libraries are loaded with dlopen on first use, so the
+// library loads and its CPU paths work on a machine with no GPU runtime at all.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace sagejit {
+
+enum class Vendor : int { nvidia = 0, amd = 1 };
+std::string_view to_string(Vendor vendor) noexcept;
+
+struct DeviceInfo {
+  int ordinal = 0;
+  Vendor vendor = Vendor::nvidia;
+  std::string name;          // "NVIDIA H200", "AMD Radeon AI PRO R9700"
+  std::string target;        // arch used to pick kernels and tables: "sm_90", "gfx1201"
+  std::string full_target;   // as reported, feature suffixes kept: "gfx1201:sramecc-:xnack-"; "sm_90"
+  int compute_units = 0;     // CUs (AMD) / SMs (NVIDIA)
+  std::size_t shared_memory_per_block = 0;        // LDS / static shared memory limit, bytes
+  std::size_t shared_memory_per_block_optin = 0;  // with opt-in (NVIDIA); == above on AMD
+  int warp_size = 32;
+  std::size_t total_memory = 0;
+};
+
+using Stream = void*;  // cudaStream_t / hipStream_t (nullptr = the default/legacy stream)
+
+struct LaunchGeometry {
+  std::array<unsigned, 3> grid{1, 1, 1};
+  std::array<unsigned, 3> block{1, 1, 1};
+  unsigned dynamic_shared_bytes = 0;
+};
+
+// A code object loaded on one device; holds the module handle until destroyed.
+class LoadedModule {
+ public:
+  virtual ~LoadedModule() = default;
+  // Returns an opaque function handle; throws Error(device_error) naming the missing symbol.
+  virtual void* function(const std::string& name) = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  virtual Vendor vendor() const = 0;
+  // Identity of the runtime for cache keys and sagejit-info: "CUDA driver 13.0", "HIP 6.4.1".
+  virtual std::string runtime_version() const = 0;
+  // Path of the library that was loaded (for sagejit-info).
+  virtual std::string library_path() const = 0;
+
+  virtual int device_count() const = 0;
+  virtual DeviceInfo info(int ordinal) const = 0;
+  // The ordinal current on the calling thread (the caller's framework may have set it).
+  virtual int current_device() const = 0;
+
+  virtual std::unique_ptr<LoadedModule> load_module(int ordinal, std::span<const std::byte> code_object) = 0;
+  // args: array of pointers to each kernel argument, as cuLaunchKernel / hipModuleLaunchKernel take.
+  virtual void launch(int ordinal, void* function, const LaunchGeometry& geometry, Stream stream, void** args) = 0;
+
+  // Memory and timing, used by the workspace, tests, tools and benchmarks.
+  virtual void* allocate(int ordinal, std::size_t bytes) = 0;
+  virtual void free(int ordinal, void* pointer) noexcept = 0;
+  virtual void copy_to_device(int ordinal, void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_to_host(int ordinal, void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void memset(int ordinal, void* dst, int value, std::size_t bytes, Stream stream) = 0;
+  virtual void synchronize(int ordinal, Stream stream) = 0;
+  // Device-event timing: returns milliseconds between two recorded events.
+  virtual void* create_event(int ordinal) = 0;
+  virtual void destroy_event(int ordinal, void* event) noexcept = 0;
+  virtual void record_event(int ordinal, void* event, Stream stream) = 0;
+  virtual float elapsed_ms(int ordinal, void* start, void* stop) = 0;
+};
+
+// Each returns the process-wide backend, loading its libraries on first call. Throws
+// Error(runtime_not_found) naming every library path that was tried when none could be loaded.
+Device& cuda_device();
+Device& hip_device();
+
+// The first backend that loads and has at least one device (CUDA, then HIP); throws
+// Error(runtime_not_found) listing what was tried for both.
+Device& default_device();
+
+}  // namespace sagejit
