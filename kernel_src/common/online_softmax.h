@@ -1,0 +1,76 @@
+// The per-element math of the attention tile loop, shared by every attention kernel (sm80, gfx12)
+// and by the CPU emulator, so all of them follow docs/NUMERICS.md with one implementation.
+// Everything is SJ_HOST_DEVICE: the host tests and the emulator call the same functions.
+#pragma once
+
+#include "common/prelude.h"
+
+#if defined(SJ_HOST)
+#include <cmath>
+#endif
+
+SJ_HOST_DEVICE float sj_exp2(float x) {
+#if defined(SJ_NVIDIA)
+  return exp2f(x);  // ex2.approx under --use_fast_math; part of the allowed accumulation noise
+#elif defined(SJ_AMD)
+  return __builtin_amdgcn_exp2f(x);
+#else
+  return std::exp2(x);
+#endif
+}
+
+SJ_HOST_DEVICE float sj_log2(float x) {
+#if defined(SJ_NVIDIA)
+  return log2f(x);
+#elif defined(SJ_AMD)
+  return __builtin_amdgcn_logf(x);
+#else
+  return std::log2(x);
+#endif
+}
+
+SJ_HOST_DEVICE float sj_neg_inf() { return -__builtin_huge_valf(); }
+
+// Step 1: dequantised score in the log2 domain (sm_scale*log2e is folded into q's scale).
+SJ_HOST_DEVICE float sj_score(int dot, float q_scale, float k_scale) { return (float)dot * (q_scale * k_scale); }
+
+// Step 2: is key `key` visible to query `query`? Keys past the end are padding; causal is top-left
+// aligned (query i sees keys 0..i), as PyTorch SDPA's is_causal.
+SJ_HOST_DEVICE bool sj_key_visible(int query, int key, int seq_kv, int causal) {
+  return key < seq_kv && (!causal || key <= query);
+}
+
+// Number of keys a block of queries [first_query, first_query + rows) must visit: all keys, or for
+// causal only up to the last query's diagonal. Tiles past it are skipped entirely.
+SJ_HOST_DEVICE int sj_keys_to_visit(int first_query, int rows, int seq_kv, int causal) {
+  if (!causal) return seq_kv;
+  const int last = first_query + rows;  // keys 0..last-1 can be visible
+  return last < seq_kv ? last : seq_kv;
+}
+
+// Step 4: factor that rescales the running sums when the row max grows. m_old = -inf (nothing seen
+// yet) gives 0, and equal maxima give exactly 1.
+SJ_HOST_DEVICE float sj_rescale(float m_old, float m_new) {
+  if (m_old == m_new) return 1.0f;
+  if (m_old == sj_neg_inf()) return 0.0f;
+  return sj_exp2(m_old - m_new);
+}
+
+// Step 5: unnormalised probability, offset so that p in (0, 448] fills the E4M3 range.
+SJ_HOST_DEVICE float sj_prob(float score, float m_new) { return sj_exp2(score - m_new + SJ_P_OFFSET); }
+
+// Step 8: final output element before conversion to the input dtype.
+SJ_HOST_DEVICE float sj_output(float acc, float l, float v_scale) { return (acc / l) * v_scale; }
+
+// Step 9: natural-log LSE of q.k^T*sm_scale. delta undoes K smoothing's per-row shift (0 without).
+SJ_HOST_DEVICE float sj_lse(float m, float l, float delta) {
+  return (m + sj_log2(l) - SJ_P_OFFSET + delta) * 0.69314718055994530942f;
+}
+
+// Output conversion to the input dtype (0 = bf16, 1 = fp16), round-to-nearest-even.
+SJ_HOST_DEVICE sj_u16 sj_to_dtype(float value, int dtype) {
+  return dtype == 0 ? sj_f32_to_bf16(value) : sj_f32_to_f16(value);
+}
+SJ_HOST_DEVICE float sj_from_dtype(sj_u16 bits, int dtype) {
+  return dtype == 0 ? sj_bf16_to_f32(bits) : sj_f16_to_f32(bits);
+}
