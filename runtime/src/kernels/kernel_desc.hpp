@@ -25,6 +25,13 @@ struct Specialization {
   bool causal = false;
   bool write_lse = false;
   bool smooth_k = true;
+  bool pv_fp16 = false;  // PV in fp16 (NVIDIA config family) instead of fp8
+  std::string target;    // "sm_90", "gfx1201": arch-specific code paths (e.g. V key order) key on it
+};
+
+// Sizes of one call, for launch geometry.
+struct ProblemShape {
+  int batch = 1, heads_q = 1, heads_kv = 1, seq_q = 1, seq_kv = 1;
 };
 
 struct KernelDesc {
@@ -40,6 +47,9 @@ struct KernelDesc {
   // Compile-time defines (-DNAME=VALUE without the -D) for config + specialization.
   std::vector<std::pair<std::string, std::string>> (*defines)(const TileConfig& config,
                                                               const Specialization& spec) = nullptr;
+  // Grid and block of entry `entry` (index into `entries`) for a problem.
+  LaunchGeometry (*geometry)(int entry, const TileConfig& config, const Specialization& spec,
+                             const ProblemShape& shape) = nullptr;
 };
 
 }  // namespace sagejit
