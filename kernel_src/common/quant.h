@@ -1,0 +1,119 @@
+// The scalar steps of the prepare stage of docs/NUMERICS.md, shared by the GPU prepare kernels
+// (NVRTC/nvcc and clang HIP) and the CPU emulator, so that the quantized workspaces match bit for
+// bit. Every fp32 operation below is one correctly rounded IEEE operation: on NVIDIA device code the
+// _rn intrinsics forbid contraction and the fast approximate division that --use_fast_math would
+// otherwise select; clang HIP divides with correct rounding by default
+// (-fhip-fp32-correctly-rounded-divide-sqrt) and none of these expressions offers a multiply-add to
+// contract; host code uses plain operators (there is no multiply-add to contract either).
+// Flush-to-zero is the one flag these helpers cannot neutralise: compile prepare kernels without it
+// (no -ftz / --use_fast_math) or inputs whose values are fp32 subnormals (|x| < 1.2e-38) may differ.
+#pragma once
+
+#include "common/e4m3.h"
+#include "common/prelude.h"
+
+#define SJ_INT8_MAX 127.0f
+#define SJ_E4M3_MAX 448.0f
+#define SJ_FP16_MAX 65504.0f
+#define SJ_K_MEAN_CHUNK 64  // tokens per fp64 partial sum of the K mean (fixed summation order)
+
+// ---- Correctly rounded single operations ---------------------------------------------------
+SJ_HOST_DEVICE float sj_mul_rn(float a, float b) {
+#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+SJ_HOST_DEVICE float sj_sub_rn(float a, float b) {
+#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+
+SJ_HOST_DEVICE float sj_div_rn(float a, float b) {
+#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+SJ_HOST_DEVICE double sj_add_rn_f64(double a, double b) {
+#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
+SJ_HOST_DEVICE double sj_div_rn_f64(double a, double b) {
+#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
+  return __ddiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+SJ_HOST_DEVICE float sj_abs(float x) { return sj_bit_cast<float>(sj_bit_cast<sj_u32>(x) & 0x7fffffffu); }
+
+// Running max of |x| for a block's amax. NaN propagates (a NaN input gives a NaN scale, which makes
+// every quantized value of the block 0 below), so no producer can hide one by comparison order.
+SJ_HOST_DEVICE float sj_amax_update(float amax, float x) {
+  const float a = sj_abs(x);
+  if (a != a) return a;
+  return a > amax ? a : amax;
+}
+
+// ---- Q and K (int8 per 32-row block) --------------------------------------------------------
+// Step 2 (Q): x = float(q) * q_mul, where q_mul = float(double(sm_scale) * log2(e)) from the host.
+SJ_HOST_DEVICE float sj_q_prescale(float q, float q_mul) { return sj_mul_rn(q, q_mul); }
+
+// K with smoothing: x = float(k) - mean[d] (mean = 0 without smoothing gives x = k exactly).
+SJ_HOST_DEVICE float sj_k_smooth(float k, float mean) { return sj_sub_rn(k, mean); }
+
+// K mean from the fixed-order fp64 sum (see docs/NUMERICS.md): mean = float(sum / double(Nk)).
+SJ_HOST_DEVICE float sj_k_mean(double sum, int seq_kv) { return (float)sj_div_rn_f64(sum, (double)seq_kv); }
+
+// Step 4: block scale.
+SJ_HOST_DEVICE float sj_int8_scale(float amax) { return sj_div_rn(amax, SJ_INT8_MAX); }
+
+// Step 5: 0 when the scale is 0 (an all-zero block: no NaN); otherwise x / scale rounded half away
+// from zero (roundf semantics) and clamped to [-127, 127]. NaN quotients give 0.
+SJ_HOST_DEVICE sj_i8 sj_quantize_int8(float x, float scale) {
+  if (scale == 0.0f) return 0;
+  const float r = sj_div_rn(x, scale);
+  if (r >= SJ_INT8_MAX) return (sj_i8)127;
+  if (r <= -SJ_INT8_MAX) return (sj_i8)-127;
+  if (r != r) return 0;
+  // |r| < 127: truncate, then the fraction r - trunc(r) is exact (same sign, |r| < 2^23).
+  int truncated = (int)r;
+  const float fraction = sj_abs(sj_sub_rn(r, (float)truncated));
+  if (fraction >= 0.5f) truncated += r < 0.0f ? -1 : 1;
+  return (sj_i8)truncated;
+}
+
+// ---- V ------------------------------------------------------------------------------------------
+// fp8 PV: per-channel scale amax / 448.
+SJ_HOST_DEVICE float sj_v_scale(float amax) { return sj_div_rn(amax, SJ_E4M3_MAX); }
+
+// fp8 PV: 0 when the scale is 0; otherwise e4m3(clamp(v / scale, -448, 448)), RNE. A NaN quotient
+// encodes as the NaN code 0x7F (it can only come from a NaN/inf input).
+SJ_HOST_DEVICE sj_u8 sj_quantize_e4m3(float v, float scale) {
+  if (scale == 0.0f) return 0;
+  float r = sj_div_rn(v, scale);
+  if (r > SJ_E4M3_MAX) r = SJ_E4M3_MAX;
+  if (r < -SJ_E4M3_MAX) r = -SJ_E4M3_MAX;
+  return sj_e4m3_encode(r);
+}
+
+// fp16 PV: fp16(clamp(v, -65504, 65504)), RNE; the clamp keeps bf16 values past the fp16 range
+// finite. Returns the fp16 bits.
+SJ_HOST_DEVICE sj_u16 sj_v_to_fp16(float v) {
+  if (v > SJ_FP16_MAX) v = SJ_FP16_MAX;
+  if (v < -SJ_FP16_MAX) v = -SJ_FP16_MAX;
+  return sj_f32_to_f16(v);
+}
