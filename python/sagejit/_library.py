@@ -1,0 +1,134 @@
+"""Loads libsagejit and declares the C ABI (sagejit/sagejit.h) for ctypes.
+
+The library is searched, in order: $SAGEJIT_LIBRARY (a file), next to this package, the install tree
+(cmake --install puts this package in <prefix>/share/sagejit/python and writes _install_location.py),
+the build trees of a source checkout (<repo>/build*/runtime), then the dynamic linker's path.
+"""
+import ctypes
+import glob
+import os
+import threading
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+SUCCESS = 0
+STATUS_NAMES = {
+    0: "success",
+    1: "invalid_argument",
+    2: "unsupported",
+    3: "runtime_not_found",
+    4: "device_error",
+    5: "compile_error",
+    6: "cache_error",
+    7: "config_error",
+    8: "internal",
+}
+
+
+class SagejitError(RuntimeError):
+    """A sagejit call failed; `status` is the C ABI status, `code` its name ("unsupported", ...)."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.code = STATUS_NAMES.get(status, "unknown")
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("dtype", ctypes.c_int32),
+        ("device", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * 4),
+        ("strides", ctypes.c_int64 * 4),
+    ]
+
+
+class Options(ctypes.Structure):
+    _fields_ = [
+        ("layout", ctypes.c_int32),
+        ("causal", ctypes.c_int32),
+        ("has_sm_scale", ctypes.c_int32),
+        ("sm_scale", ctypes.c_float),
+        ("smooth_k", ctypes.c_int32),
+        ("device", ctypes.c_int32),
+        ("lse", ctypes.c_void_p),
+    ]
+
+
+def _candidates():
+    explicit = os.environ.get("SAGEJIT_LIBRARY")
+    if explicit:
+        yield explicit
+        return
+    yield from sorted(glob.glob(os.path.join(_HERE, "libsagejit.so*")))
+    try:
+        from . import _install_location
+
+        libdir = os.path.normpath(os.path.join(_HERE, _install_location.LIBDIR_FROM_PACKAGE))
+        yield from sorted(glob.glob(os.path.join(libdir, "libsagejit.so*")))
+    except ImportError:
+        pass
+    repo = os.path.dirname(os.path.dirname(_HERE))
+    builds = glob.glob(os.path.join(repo, "build*", "runtime", "libsagejit.so"))
+    # The most recently built tree first.
+    yield from sorted(builds, key=os.path.getmtime, reverse=True)
+    yield "libsagejit.so.0"
+    yield "libsagejit.so"
+
+
+_lock = threading.Lock()
+_lib = None
+
+
+def _declare(lib):
+    tensor_p = ctypes.POINTER(Tensor)
+    options_p = ctypes.POINTER(Options)
+    lib.sagejit_attention.argtypes = [tensor_p, tensor_p, tensor_p, tensor_p, options_p, ctypes.c_void_p]
+    lib.sagejit_attention_with_workspace.argtypes = [tensor_p, tensor_p, tensor_p, tensor_p, options_p,
+                                                     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    lib.sagejit_supports.argtypes = [tensor_p, tensor_p, tensor_p, tensor_p, options_p,
+                                     ctypes.POINTER(ctypes.c_int)]
+    lib.sagejit_workspace_size.argtypes = [tensor_p, tensor_p, tensor_p, options_p, ctypes.POINTER(ctypes.c_size_t)]
+    for name in ("sagejit_attention", "sagejit_attention_with_workspace", "sagejit_supports",
+                 "sagejit_workspace_size", "sagejit_release_workspaces"):
+        getattr(lib, name).restype = ctypes.c_int
+    lib.sagejit_release_workspaces.argtypes = []
+    lib.sagejit_default_options.argtypes = []
+    lib.sagejit_default_options.restype = Options
+    lib.sagejit_last_error.argtypes = []
+    lib.sagejit_last_error.restype = ctypes.c_char_p
+    lib.sagejit_status_string.argtypes = [ctypes.c_int]
+    lib.sagejit_status_string.restype = ctypes.c_char_p
+    lib.sagejit_version.argtypes = []
+    lib.sagejit_version.restype = ctypes.c_char_p
+    return lib
+
+
+def library():
+    """The loaded library (loaded on first use); raises SagejitError(runtime_not_found) naming every path tried."""
+    global _lib
+    with _lock:
+        if _lib is None:
+            tried = []
+            for path in _candidates():
+                try:
+                    _lib = _declare(ctypes.CDLL(path))
+                    break
+                except OSError as error:
+                    tried.append(f"{path} ({error})")
+            if _lib is None:
+                raise SagejitError(3, "libsagejit could not be loaded; set SAGEJIT_LIBRARY to its path. Tried: "
+                                   + "; ".join(tried))
+        return _lib
+
+
+def check(status):
+    """Raises SagejitError with the thread's last error message unless status is success."""
+    if status != SUCCESS:
+        message = library().sagejit_last_error().decode("utf-8", "replace")
+        raise SagejitError(status, message)
+
+
+def last_error():
+    return library().sagejit_last_error().decode("utf-8", "replace")

@@ -1,0 +1,43 @@
+"""torch.Tensor -> sagejit_tensor, with the checks that only Python can make (a tensor at all, 4-D,
+on a GPU). Everything else (dtype, head_dim, strides, shapes) is validated by the library."""
+from ._library import SagejitError, Tensor
+
+INVALID_ARGUMENT = 1
+UNSUPPORTED = 2
+
+# sagejit_dtype codes (sagejit.h).
+_DTYPE_CODES = {"torch.bfloat16": 0, "torch.float16": 1, "torch.float32": 2, "torch.float64": 3,
+                "torch.int8": 4, "torch.float8_e4m3fn": 5}
+
+
+def dtype_code(dtype, name):
+    code = _DTYPE_CODES.get(str(dtype))
+    if code is None:
+        raise SagejitError(UNSUPPORTED, f"{name}.dtype {dtype} is not one of [torch.bfloat16, torch.float16]")
+    return code
+
+
+def check_tensor(tensor, name):
+    import torch
+
+    if not isinstance(tensor, torch.Tensor):
+        raise SagejitError(INVALID_ARGUMENT, f"{name} is a {type(tensor).__name__}, not a torch.Tensor")
+    if tensor.dim() != 4:
+        raise SagejitError(INVALID_ARGUMENT,
+                           f"{name} has {tensor.dim()} dimensions (shape {tuple(tensor.shape)}); sagejit takes 4-D "
+                           "tensors ([B, H, N, D] for HND, [B, N, H, D] for NHD)")
+    if tensor.device.type != "cuda":
+        raise SagejitError(INVALID_ARGUMENT,
+                           f"{name} is on {tensor.device}; sagejit runs on CUDA or ROCm devices (torch device 'cuda')")
+
+
+def to_c_tensor(tensor, name):
+    check_tensor(tensor, name)
+    c = Tensor()
+    c.data = tensor.data_ptr()
+    c.dtype = dtype_code(tensor.dtype, name)
+    c.device = tensor.device.index if tensor.device.index is not None else 0
+    for i in range(4):
+        c.shape[i] = tensor.shape[i]
+        c.strides[i] = tensor.stride(i)
+    return c

@@ -1,0 +1,164 @@
+"""patch_sdpa(): route torch.nn.functional.scaled_dot_product_attention calls that sagejit supports to
+sageattn, and every other call to the original SDPA, counting both.
+
+    import sagejit
+    sagejit.patch_sdpa()                 # global switch, e.g. at the top of a ComfyUI custom node
+    with sagejit.patch_sdpa():           # or only for a block (restores what was there before)
+        image = pipe(prompt).images[0]
+    print(sagejit.sdpa_counters())       # {'routed': 960, 'fallback': 24, 'fallback_reasons': {...}}
+
+Routed: 4-D CUDA/ROCm tensors [B, H, N, D] in bf16/fp16, no attn_mask, dropout_p == 0, head_dim 64 or
+128, equal heads (or enable_gqa=True with Hq % Hk == 0), no autograd (sagejit has no backward), and
+anything else the library accepts (supports()). Everything else - masks, dropout, fp32, a VAE's odd
+head_dim, CPU tensors, training - goes to the original function unchanged. Code that imported
+scaled_dot_product_attention by name before patching keeps the original.
+"""
+import collections
+import threading
+import warnings
+
+from ._library import SagejitError
+
+_state_lock = threading.Lock()
+_original = None      # torch's function while patched
+_counters = {"routed": 0, "fallback": 0}
+_reasons = collections.Counter()
+_warned = set()
+
+
+def _count(routed, reason=None):
+    with _state_lock:
+        if routed:
+            _counters["routed"] += 1
+        else:
+            _counters["fallback"] += 1
+            _reasons[reason] += 1
+
+
+def _fallback_reason(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, extra):
+    import torch
+
+    if extra:
+        return "unknown keyword arguments: " + ", ".join(sorted(extra))
+    tensors = (query, key, value)
+    if not all(isinstance(t, torch.Tensor) for t in tensors):
+        return "not torch tensors"
+    if attn_mask is not None:
+        return "attn_mask"
+    if dropout_p != 0.0:
+        return "dropout_p"
+    if any(t.dim() != 4 for t in tensors):
+        return "not 4-D"
+    if any(t.device.type != "cuda" for t in tensors):
+        return "not on a CUDA/ROCm device"
+    if any(t.device != query.device for t in tensors):
+        return "tensors on different devices"
+    if query.dtype not in (torch.bfloat16, torch.float16) or key.dtype != query.dtype or value.dtype != query.dtype:
+        return "dtype"
+    if query.shape[-1] not in (64, 128) or key.shape[-1] != query.shape[-1] or value.shape[-1] != query.shape[-1]:
+        return "head_dim"
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return "autograd"
+    heads_q, heads_kv = query.shape[1], key.shape[1]
+    if value.shape[1] != heads_kv:
+        return "heads of k and v differ"
+    if heads_q != heads_kv and not (enable_gqa and heads_q % heads_kv == 0):
+        return "heads differ without enable_gqa"
+    if scale is not None and not isinstance(scale, (int, float)):
+        return "scale is not a number"
+    return None
+
+
+def _routed_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False,
+                 **extra):
+    import torch.nn.functional as F
+
+    from .attention import sageattn
+
+    original = _original
+    if original is None or original is _routed_sdpa:  # called through a stale reference after unpatch_sdpa()
+        original = F.scaled_dot_product_attention
+    reason = _fallback_reason(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, extra)
+    if reason is None:
+        try:
+            out = sageattn(query, key, value, tensor_layout="HND", is_causal=bool(is_causal), sm_scale=scale)
+            _count(True)
+            return out
+        except SagejitError as error:
+            reason = f"sagejit: {error.code}"
+            # Argument problems are expected (e.g. a stride) and only counted; anything else (no
+            # kernels for this GPU, a compile error) is said once so that it is not hidden.
+            if error.code not in ("invalid_argument", "unsupported") and str(error) not in _warned:
+                _warned.add(str(error))
+                warnings.warn(f"sagejit: falling back to torch SDPA: {error}", RuntimeWarning, stacklevel=2)
+    _count(False, reason)
+    kwargs = dict(attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, **extra)
+    if enable_gqa:
+        kwargs["enable_gqa"] = enable_gqa
+    return original(query, key, value, **kwargs)
+
+
+def _install():
+    global _original
+    import torch.nn.functional as F
+
+    if _original is None:
+        _original = F.scaled_dot_product_attention
+        F.scaled_dot_product_attention = _routed_sdpa
+
+
+def _uninstall():
+    global _original
+    import torch.nn.functional as F
+
+    if _original is not None:
+        F.scaled_dot_product_attention = _original
+        _original = None
+
+
+class _Patch:
+    """Returned by patch_sdpa(): the patch is already active; as a context manager it restores the state
+    from before patch_sdpa() on exit."""
+
+    def __init__(self, was_patched):
+        self._was_patched = was_patched
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        with _state_lock:
+            if not self._was_patched:
+                _uninstall()
+        return False
+
+
+def patch_sdpa():
+    """Routes supported torch SDPA calls to sagejit from now on (also usable as a context manager)."""
+    with _state_lock:
+        was_patched = _original is not None
+        _install()
+    return _Patch(was_patched)
+
+
+def unpatch_sdpa():
+    """Restores torch's own scaled_dot_product_attention."""
+    with _state_lock:
+        _uninstall()
+
+
+def is_sdpa_patched():
+    return _original is not None
+
+
+def sdpa_counters():
+    """{'routed': n, 'fallback': m, 'fallback_reasons': {reason: count}} since the last reset."""
+    with _state_lock:
+        return {**_counters, "fallback_reasons": dict(_reasons)}
+
+
+def reset_sdpa_counters():
+    with _state_lock:
+        _counters["routed"] = 0
+        _counters["fallback"] = 0
+        _reasons.clear()

@@ -1,0 +1,112 @@
+/* sagejit C ABI: the public API for any language (Python's ctypes binding uses it).
+ *
+ * Every function returns a status; on failure sagejit_last_error() gives the message of the calling
+ * thread's last failed call (it names the argument at fault and the accepted values). No exception
+ * or signal crosses this boundary. Structs are plain C; sizes and strides are in elements. */
+#ifndef SAGEJIT_H
+#define SAGEJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define SAGEJIT_C_API
+#else
+#define SAGEJIT_C_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Mirrors sagejit::ErrorCode. */
+typedef enum sagejit_status {
+  SAGEJIT_SUCCESS = 0,
+  SAGEJIT_ERROR_INVALID_ARGUMENT = 1,
+  SAGEJIT_ERROR_UNSUPPORTED = 2,
+  SAGEJIT_ERROR_RUNTIME_NOT_FOUND = 3,
+  SAGEJIT_ERROR_DEVICE = 4,
+  SAGEJIT_ERROR_COMPILE = 5,
+  SAGEJIT_ERROR_CACHE = 6,
+  SAGEJIT_ERROR_CONFIG = 7,
+  SAGEJIT_ERROR_INTERNAL = 8
+} sagejit_status;
+
+/* Mirrors sagejit::DType; only BF16 and FP16 are accepted inputs. */
+typedef enum sagejit_dtype {
+  SAGEJIT_DTYPE_BF16 = 0,
+  SAGEJIT_DTYPE_FP16 = 1,
+  SAGEJIT_DTYPE_FP32 = 2,
+  SAGEJIT_DTYPE_FP64 = 3,
+  SAGEJIT_DTYPE_INT8 = 4,
+  SAGEJIT_DTYPE_FP8_E4M3 = 5
+} sagejit_dtype;
+
+typedef enum sagejit_layout {
+  SAGEJIT_LAYOUT_HND = 0, /* [B, H, N, D] */
+  SAGEJIT_LAYOUT_NHD = 1  /* [B, N, H, D] */
+} sagejit_layout;
+
+/* A strided 4-D device tensor; shape and strides in the layout's own dimension order. */
+typedef struct sagejit_tensor {
+  void* data;
+  int32_t dtype; /* sagejit_dtype */
+  int32_t device; /* device ordinal */
+  int64_t shape[4];
+  int64_t strides[4];
+} sagejit_tensor;
+
+typedef struct sagejit_options {
+  int32_t layout;       /* sagejit_layout */
+  int32_t causal;       /* 0 | 1 */
+  int32_t has_sm_scale; /* 0: sm_scale = 1/sqrt(head_dim) */
+  float sm_scale;
+  int32_t smooth_k;     /* 0 | 1 (default 1) */
+  int32_t device;       /* -1: the device of q */
+  float* lse;           /* fp32 [B, Hq, Nq] contiguous, or NULL */
+} sagejit_options;
+
+/* Defaults: HND, not causal, default scale, smooth_k on, device of q, no LSE. */
+SAGEJIT_C_API sagejit_options sagejit_default_options(void);
+
+/* out = attention(q, k, v) on `stream` (cudaStream_t / hipStream_t, NULL = default stream) with the
+ * runtime's per-(device, stream) workspace. options may be NULL (defaults). */
+SAGEJIT_C_API sagejit_status sagejit_attention(const sagejit_tensor* q, const sagejit_tensor* k,
+                                               const sagejit_tensor* v, const sagejit_tensor* out,
+                                               const sagejit_options* options, void* stream);
+
+/* The same with a caller's workspace of workspace_bytes (>= sagejit_workspace_size). */
+SAGEJIT_C_API sagejit_status sagejit_attention_with_workspace(const sagejit_tensor* q, const sagejit_tensor* k,
+                                                              const sagejit_tensor* v, const sagejit_tensor* out,
+                                                              const sagejit_options* options, void* stream,
+                                                              void* workspace, size_t workspace_bytes);
+
+/* *supported = 1 when the call is supported (nothing is launched); otherwise 0 and
+ * sagejit_last_error() holds the reason. Returns SAGEJIT_SUCCESS unless an argument of this function
+ * itself (supported == NULL) is bad. */
+SAGEJIT_C_API sagejit_status sagejit_supports(const sagejit_tensor* q, const sagejit_tensor* k,
+                                              const sagejit_tensor* v, const sagejit_tensor* out,
+                                              const sagejit_options* options, int* supported);
+
+/* *bytes = workspace bytes the call needs. */
+SAGEJIT_C_API sagejit_status sagejit_workspace_size(const sagejit_tensor* q, const sagejit_tensor* k,
+                                                    const sagejit_tensor* v, const sagejit_options* options,
+                                                    size_t* bytes);
+
+/* Frees the runtime's own workspaces. */
+SAGEJIT_C_API sagejit_status sagejit_release_workspaces(void);
+
+/* Message of the calling thread's last failed call ("" when none); valid until its next call. */
+SAGEJIT_C_API const char* sagejit_last_error(void);
+
+/* Name of a status code ("invalid argument", ...). */
+SAGEJIT_C_API const char* sagejit_status_string(sagejit_status status);
+
+/* "0.1.0" */
+SAGEJIT_C_API const char* sagejit_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SAGEJIT_H */

@@ -1,0 +1,86 @@
+#pragma once
+// sagejit public C++ API: SageAttention (INT8 QK^T, FP8 or FP16 PV, FP32 accumulation) on strided
+// device tensors, compiled for the GPU at hand on first use and cached.
+//
+//   sagejit::TensorView q{q_ptr, sagejit::DType::bf16, {B, H, N, D}, sagejit::contiguous_strides({B, H, N, D})};
+//   ... k, v, out likewise (out has q's shape) ...
+//   sagejit::attention(q, k, v, out, {.causal = true}, stream);
+//
+// Every function validates its arguments before anything is launched and throws sagejit::Error
+// (<sagejit/error.hpp>) whose message names the argument at fault and the accepted values.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sagejit/error.hpp"
+#include "sagejit/export.hpp"
+#include "sagejit/types.hpp"
+
+namespace sagejit {
+
+struct AttentionOptions {
+  // Dimension order of q, k, v and out: HND = [B, H, N, D], NHD = [B, N, H, D].
+  Layout layout = Layout::HND;
+  // PyTorch SDPA's is_causal convention (top-left aligned: query i sees keys 0..i).
+  bool causal = false;
+  // Softmax scale; 1/sqrt(head_dim) when absent. Must be finite and > 0.
+  std::optional<float> sm_scale;
+  // Subtract the per-channel mean of K before quantizing (SageAttention's smooth_k).
+  bool smooth_k = true;
+  // Optional log-sum-exp output, fp32 [B, Hq, Nq] contiguous, on the tensors' device: the natural
+  // log of sum_j exp(q_i . k_j * sm_scale) (what torch.logsumexp gives). nullptr: not computed.
+  float* lse = nullptr;
+  // Device ordinal the call runs on; -1: the device of q. Every tensor must be on it.
+  int device = -1;
+};
+
+// A caller-owned device buffer for the quantized copies of q/k/v and their scales.
+struct Workspace {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+// Whether a call is supported and, if not, why (the message attention() would throw).
+struct Support {
+  bool ok = false;
+  std::string reason;
+  explicit operator bool() const noexcept { return ok; }
+};
+
+// Validates the call and checks that its device has kernels, without launching or compiling
+// anything. Never throws for a bad argument (that is the reason); only for out-of-memory.
+SAGEJIT_API Support supports(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                             const AttentionOptions& options = {});
+
+// Bytes of workspace the call needs (exactly what attention() with a caller's workspace requires).
+// Needs the device (the tile config chosen for its arch decides the V format); throws like attention().
+SAGEJIT_API std::size_t workspace_size(const TensorView& q, const TensorView& k, const TensorView& v,
+                                       const AttentionOptions& options = {});
+
+// out = softmax(q k^T * sm_scale) v, enqueued on `stream` (cudaStream_t / hipStream_t; nullptr: the
+// default stream). The workspace is the runtime's own, one per (device, stream), grown on demand and
+// reused: the steady state allocates nothing. Safe to call from many threads on different streams.
+SAGEJIT_API void attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                           const AttentionOptions& options = {}, void* stream = nullptr);
+
+// The same with a caller's workspace (at least workspace_size() bytes; a smaller one throws naming the
+// size needed). The workspace must stay valid until the work enqueued on `stream` has finished.
+SAGEJIT_API void attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                           const AttentionOptions& options, void* stream, Workspace workspace);
+
+// Frees the runtime's own workspaces (after waiting for the work of their streams). The next
+// attention() without a caller's workspace allocates again.
+SAGEJIT_API void release_workspaces();
+
+// Bytes currently held by the runtime's own workspaces, over all devices and streams.
+SAGEJIT_API std::size_t workspace_bytes_held();
+
+// Archs that have attention kernels and tuning tables ("gfx1200", "gfx1201", "sm_89", "sm_90").
+SAGEJIT_API std::vector<std::string> supported_archs();
+
+// "0.1.0"
+SAGEJIT_API std::string_view version() noexcept;
+
+}  // namespace sagejit

@@ -1,0 +1,85 @@
+// The public C++ API (sagejit/sagejit.hpp): validate, resolve the device, choose kernels, find a
+// workspace, enqueue.
+#include <cstdint>
+
+#include "api/attention_problem.hpp"
+#include "api/device_support.hpp"
+#include "api/workspace_pool.hpp"
+#include "build_info.hpp"
+#include "core/error.hpp"
+#include "sagejit/sagejit.hpp"
+
+namespace sagejit {
+namespace {
+
+// A validated call on its device with the tile configs for the device's arch (from the tuning
+// tables, through the runner's resolve_configs) and the workspace those configs need.
+struct PreparedCall {
+  AttentionProblem problem;
+  CallDevice device;
+  ResolvedConfigs configs;
+  WorkspaceLayout workspace;
+};
+
+PreparedCall prepare_call(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView* out,
+                          const AttentionOptions& options) {
+  PreparedCall call;
+  call.problem = out != nullptr ? validate_attention(q, k, v, *out, options) : validate_attention_inputs(q, k, v, options);
+  call.device = resolve_device(call.problem.device);
+  call.configs = resolve_configs(call.problem.call, call.device.info.target);
+  call.workspace = workspace_layout(workspace_shape(call.problem.call, call.configs.pv_fp16));
+  // The runner then uses exactly these configs, so the workspace always matches.
+  call.problem.call.attention_config = call.configs.attention;
+  call.problem.call.prepare_config = call.configs.prepare;
+  return call;
+}
+
+}  // namespace
+
+Support supports(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                 const AttentionOptions& options) {
+  try {
+    prepare_call(q, k, v, &out, options);
+    return {true, {}};
+  } catch (const Error& error) {
+    return {false, error.what()};
+  }
+}
+
+std::size_t workspace_size(const TensorView& q, const TensorView& k, const TensorView& v,
+                           const AttentionOptions& options) {
+  return prepare_call(q, k, v, nullptr, options).workspace.total_bytes;
+}
+
+void attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+               const AttentionOptions& options, void* stream) {
+  const PreparedCall call = prepare_call(q, k, v, &out, options);
+  const WorkspacePool::Lease lease = workspace_pool().acquire(*call.device.backend, call.problem.device, stream,
+                                                              call.workspace.total_bytes);
+  run_attention(*call.device.backend, call.problem.device, call.problem.call, lease.data(), stream);
+}
+
+void attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+               const AttentionOptions& options, void* stream, Workspace workspace) {
+  const PreparedCall call = prepare_call(q, k, v, &out, options);
+  const std::size_t needed = call.workspace.total_bytes;
+  if (workspace.data == nullptr)
+    fail(ErrorCode::invalid_argument, "workspace.data is null; pass a device buffer of at least {} bytes", needed);
+  if (workspace.bytes < needed)
+    fail(ErrorCode::invalid_argument, "workspace.bytes {} is too small: this call needs {} bytes (workspace_size())",
+         workspace.bytes, needed);
+  if (reinterpret_cast<std::uintptr_t>(workspace.data) % WorkspaceLayout::alignment != 0)
+    fail(ErrorCode::invalid_argument, "workspace.data {} is not aligned to {} bytes", workspace.data,
+         WorkspaceLayout::alignment);
+  run_attention(*call.device.backend, call.problem.device, call.problem.call, workspace.data, stream);
+}
+
+void release_workspaces() { workspace_pool().release_all(); }
+
+std::size_t workspace_bytes_held() { return workspace_pool().bytes_held(); }
+
+std::vector<std::string> supported_archs() { return attention_archs(); }
+
+std::string_view version() noexcept { return build::version; }
+
+}  // namespace sagejit

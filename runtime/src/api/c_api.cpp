@@ -1,0 +1,172 @@
+// The C ABI (sagejit/sagejit.h) over the C++ API: converts the plain structs, maps every exception to
+// a status and keeps the message in a thread-local buffer. Nothing thrown crosses this boundary.
+#include <exception>
+#include <new>
+#include <string>
+
+#include "core/error.hpp"
+#include "sagejit/sagejit.h"
+#include "sagejit/sagejit.hpp"
+
+namespace sagejit {
+namespace {
+
+thread_local std::string last_error_message;
+
+static_assert(static_cast<int>(ErrorCode::invalid_argument) == SAGEJIT_ERROR_INVALID_ARGUMENT);
+static_assert(static_cast<int>(ErrorCode::unsupported) == SAGEJIT_ERROR_UNSUPPORTED);
+static_assert(static_cast<int>(ErrorCode::runtime_not_found) == SAGEJIT_ERROR_RUNTIME_NOT_FOUND);
+static_assert(static_cast<int>(ErrorCode::device_error) == SAGEJIT_ERROR_DEVICE);
+static_assert(static_cast<int>(ErrorCode::compile_error) == SAGEJIT_ERROR_COMPILE);
+static_assert(static_cast<int>(ErrorCode::cache_error) == SAGEJIT_ERROR_CACHE);
+static_assert(static_cast<int>(ErrorCode::config_error) == SAGEJIT_ERROR_CONFIG);
+static_assert(static_cast<int>(ErrorCode::internal) == SAGEJIT_ERROR_INTERNAL);
+static_assert(static_cast<int>(DType::bf16) == SAGEJIT_DTYPE_BF16 && static_cast<int>(DType::fp16) == SAGEJIT_DTYPE_FP16 &&
+              static_cast<int>(DType::fp8_e4m3) == SAGEJIT_DTYPE_FP8_E4M3);
+static_assert(static_cast<int>(Layout::HND) == SAGEJIT_LAYOUT_HND && static_cast<int>(Layout::NHD) == SAGEJIT_LAYOUT_NHD);
+
+// Runs `body`, turning any exception into a status and the thread's last error.
+template <typename Body>
+sagejit_status guarded(Body&& body) noexcept {
+  try {
+    body();
+    last_error_message.clear();
+    return SAGEJIT_SUCCESS;
+  } catch (const Error& error) {
+    last_error_message = error.what();
+    return static_cast<sagejit_status>(error.code());
+  } catch (const std::bad_alloc&) {
+    last_error_message = "out of host memory";
+    return SAGEJIT_ERROR_INTERNAL;
+  } catch (const std::exception& error) {
+    last_error_message = std::string("internal error: ") + error.what();
+    return SAGEJIT_ERROR_INTERNAL;
+  } catch (...) {
+    last_error_message = "internal error: unknown exception";
+    return SAGEJIT_ERROR_INTERNAL;
+  }
+}
+
+TensorView to_view(const sagejit_tensor* tensor, const char* name) {
+  if (tensor == nullptr) fail(ErrorCode::invalid_argument, "{} is NULL; pass a sagejit_tensor", name);
+  TensorView view;
+  view.data = tensor->data;
+  view.dtype = static_cast<DType>(tensor->dtype);
+  view.device = tensor->device;
+  for (int i = 0; i < 4; ++i) {
+    view.shape[i] = tensor->shape[i];
+    view.strides[i] = tensor->strides[i];
+  }
+  return view;
+}
+
+AttentionOptions to_options(const sagejit_options* options) {
+  const sagejit_options c = options != nullptr ? *options : sagejit_default_options();
+  AttentionOptions result;
+  result.layout = static_cast<Layout>(c.layout);
+  if (c.causal != 0 && c.causal != 1) fail(ErrorCode::invalid_argument, "options->causal {} is not 0 or 1", c.causal);
+  if (c.smooth_k != 0 && c.smooth_k != 1)
+    fail(ErrorCode::invalid_argument, "options->smooth_k {} is not 0 or 1", c.smooth_k);
+  result.causal = c.causal != 0;
+  if (c.has_sm_scale != 0) result.sm_scale = c.sm_scale;
+  result.smooth_k = c.smooth_k != 0;
+  result.device = c.device;
+  result.lse = c.lse;
+  return result;
+}
+
+// The converted arguments of one call, in a fixed order (q, k, v, out, options) so that the first bad
+// argument is the one reported.
+struct CallArguments {
+  CallArguments(const sagejit_tensor* q_in, const sagejit_tensor* k_in, const sagejit_tensor* v_in,
+                const sagejit_tensor* out_in, const sagejit_options* options_in)
+      : q(to_view(q_in, "q")),
+        k(to_view(k_in, "k")),
+        v(to_view(v_in, "v")),
+        out(to_view(out_in, "out")),
+        options(to_options(options_in)) {}
+  TensorView q, k, v, out;
+  AttentionOptions options;
+};
+
+}  // namespace
+}  // namespace sagejit
+
+using namespace sagejit;
+
+extern "C" {
+
+sagejit_options sagejit_default_options(void) {
+  sagejit_options options{};
+  options.layout = SAGEJIT_LAYOUT_HND;
+  options.causal = 0;
+  options.has_sm_scale = 0;
+  options.sm_scale = 0.0f;
+  options.smooth_k = 1;
+  options.device = -1;
+  options.lse = nullptr;
+  return options;
+}
+
+sagejit_status sagejit_attention(const sagejit_tensor* q, const sagejit_tensor* k, const sagejit_tensor* v,
+                                 const sagejit_tensor* out, const sagejit_options* options, void* stream) {
+  return guarded([&] {
+    const CallArguments call(q, k, v, out, options);
+    attention(call.q, call.k, call.v, call.out, call.options, stream);
+  });
+}
+
+sagejit_status sagejit_attention_with_workspace(const sagejit_tensor* q, const sagejit_tensor* k,
+                                                const sagejit_tensor* v, const sagejit_tensor* out,
+                                                const sagejit_options* options, void* stream, void* workspace,
+                                                size_t workspace_bytes) {
+  return guarded([&] {
+    const CallArguments call(q, k, v, out, options);
+    attention(call.q, call.k, call.v, call.out, call.options, stream, Workspace{workspace, workspace_bytes});
+  });
+}
+
+sagejit_status sagejit_supports(const sagejit_tensor* q, const sagejit_tensor* k, const sagejit_tensor* v,
+                                const sagejit_tensor* out, const sagejit_options* options, int* supported) {
+  if (supported == nullptr) {
+    last_error_message = "sagejit_supports: supported is NULL; pass a pointer to an int";
+    return SAGEJIT_ERROR_INVALID_ARGUMENT;
+  }
+  *supported = 0;
+  const sagejit_status status = guarded([&] {
+    const CallArguments call(q, k, v, out, options);
+    const Support support = sagejit::supports(call.q, call.k, call.v, call.out, call.options);
+    if (!support.ok) fail(ErrorCode::unsupported, "{}", support.reason);
+  });
+  if (status == SAGEJIT_SUCCESS) {
+    *supported = 1;
+    return SAGEJIT_SUCCESS;
+  }
+  // The reason stays in sagejit_last_error(); the query itself succeeded unless it ran out of memory.
+  return status == SAGEJIT_ERROR_INTERNAL ? status : SAGEJIT_SUCCESS;
+}
+
+sagejit_status sagejit_workspace_size(const sagejit_tensor* q, const sagejit_tensor* k, const sagejit_tensor* v,
+                                      const sagejit_options* options, size_t* bytes) {
+  return guarded([&] {
+    if (bytes == nullptr) fail(ErrorCode::invalid_argument, "sagejit_workspace_size: bytes is NULL; pass a size_t*");
+    const TensorView q_view = to_view(q, "q"), k_view = to_view(k, "k"), v_view = to_view(v, "v");
+    *bytes = workspace_size(q_view, k_view, v_view, to_options(options));
+  });
+}
+
+sagejit_status sagejit_release_workspaces(void) {
+  return guarded([] { release_workspaces(); });
+}
+
+const char* sagejit_last_error(void) { return last_error_message.c_str(); }
+
+const char* sagejit_status_string(sagejit_status status) {
+  if (status == SAGEJIT_SUCCESS) return "success";
+  if (status < SAGEJIT_ERROR_INVALID_ARGUMENT || status > SAGEJIT_ERROR_INTERNAL) return "unknown status";
+  return to_string(static_cast<ErrorCode>(status));
+}
+
+const char* sagejit_version(void) { return version().data(); }
+
+}  // extern "C"

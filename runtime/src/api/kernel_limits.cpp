@@ -1,0 +1,35 @@
+#include "api/kernel_limits.hpp"
+
+#include "kernels/attention_runner.hpp"
+#include "common/params.h"
+#include "core/error.hpp"
+
+namespace sagejit {
+
+void check_kernel_limits(const AttentionCall& problem) {
+  if (problem.batch > max_grid_yz)
+    fail(ErrorCode::unsupported, "batch {} exceeds the kernels' limit of {} (a grid dimension)", problem.batch,
+         max_grid_yz);
+  if (problem.heads_q > max_grid_yz)
+    fail(ErrorCode::unsupported, "q heads {} exceed the kernels' limit of {} (a grid dimension)", problem.heads_q,
+         max_grid_yz);
+  const std::int64_t max_seq = max_sequence;
+  if (problem.seq_q > max_seq)
+    fail(ErrorCode::unsupported, "q sequence length {} exceeds the kernels' limit of {} (32-bit token indices)",
+         problem.seq_q, max_seq);
+  if (problem.seq_kv > max_seq)
+    fail(ErrorCode::unsupported, "k/v sequence length {} exceeds the kernels' limit of {} (32-bit token indices)",
+         problem.seq_kv, max_seq);
+  // The quantize kernel numbers every 32-row block of Q, K and V of one batch with one int.
+  const std::int64_t pad = SJ_SEQ_PAD, block = SJ_QUANT_BLOCK;
+  const std::int64_t q_blocks = (problem.seq_q + pad - 1) / pad * pad / block;
+  const std::int64_t kv_blocks = (problem.seq_kv + pad - 1) / pad * pad / block;
+  const std::int64_t blocks = problem.heads_q * q_blocks + 2 * problem.heads_kv * kv_blocks;
+  if (blocks > max_int32)
+    fail(ErrorCode::unsupported,
+         "{} quantization blocks per batch (q heads {} x {} + 2 x k/v heads {} x {}) exceed the kernels' 32-bit "
+         "block index ({})",
+         blocks, problem.heads_q, q_blocks, problem.heads_kv, kv_blocks, max_int32);
+}
+
+}  // namespace sagejit

@@ -1,0 +1,54 @@
+#pragma once
+// The runtime's own workspaces: one device buffer per (backend, device, stream), grown on demand and
+// reused, so the steady state allocates nothing. A buffer is leased for the time it takes to enqueue
+// one call's kernels: another thread on the same stream waits, so a buffer is never freed or grown
+// while a call is about to use it; work already enqueued on the stream is ordered before any later
+// use, and before freeing a buffer we wait for the stream.
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "device/device.hpp"
+
+namespace sagejit {
+
+class WorkspacePool {
+ public:
+  // Holds a workspace of at least the requested size until destroyed.
+  class Lease {
+   public:
+    void* data() const noexcept { return data_; }
+
+   private:
+    friend class WorkspacePool;
+    Lease(std::unique_lock<std::mutex> lock, void* data) : lock_(std::move(lock)), data_(data) {}
+    std::unique_lock<std::mutex> lock_;
+    void* data_;
+  };
+
+  // A workspace of >= bytes for `stream` on `ordinal`. Throws Error(device_error) when the device
+  // cannot allocate it (the message names the size).
+  Lease acquire(Device& backend, int ordinal, Stream stream, std::size_t bytes);
+  // Waits for each stream's work and frees every buffer.
+  void release_all();
+  std::size_t bytes_held() const;
+
+ private:
+  struct Slot {
+    std::mutex mutex;  // held while a call enqueues work that uses `data`
+    void* data = nullptr;
+    std::size_t bytes = 0;
+  };
+  using SlotKey = std::tuple<Device*, int, Stream>;
+
+  mutable std::mutex slots_mutex_;  // guards the map itself, never held while waiting on a slot
+  std::map<SlotKey, std::unique_ptr<Slot>> slots_;
+};
+
+// The process-wide pool. Never destroyed: freeing device memory during static destruction, after
+// the GPU runtime may have shut down, would crash; the OS reclaims it at exit.
+WorkspacePool& workspace_pool();
+
+}  // namespace sagejit
