@@ -1,0 +1,143 @@
+// gfx12 (RDNA4, gfx1200/gfx1201) WMMA atoms and the fragment layouts of attention_gfx12.hip.
+//
+// The hardware layout of the wave32 16x16x16 8-bit WMMA (AMD matrix instruction calculator, RDNA4;
+// DESIGN.md section 5), lane L, h = L / 16:
+//   A (16x16, 8 bytes a lane): row i = L % 16, k = 8h + 4*vgpr + byte
+//   B (16x16, 8 bytes a lane): col j = L % 16, k = 8h + 4*vgpr + byte
+//   C/D (32-bit, 8 VGPRs):     D[i = 8h + vgpr][j = L % 16]
+//
+// The kernel computes S^T = K * Q^T (A = 16 keys x 16 channels, B = 16 channels x 16 queries), so
+// lane L's accumulator holds keys for query L % 16, which is the B layout of P^T in O^T = V^T * P^T:
+// accumulator VGPR v becomes byte v of the P operand with no cross-lane traffic.
+//
+// Two orderings are free, and the kernel uses them so that every LDS read is 16 bytes wide:
+//  - channels: the int32 dot product does not care in which WMMA step a channel is summed, as long as
+//    K (A) and Q (B) agree. Step pair (2c, 2c+1) takes, in half-wave h, the 16 contiguous channels
+//    32c + 16h .. +15: bytes 0..7 feed step 2c, bytes 8..15 step 2c+1.
+//  - keys: inside each aligned group of 32 keys, key block pair (2g, 2g+1) is arranged so that V^T's
+//    A operand of half-wave h covers the 16 contiguous keys 32g + 16h .. +15 (bytes 0..7 for block
+//    2g, 8..15 for block 2g+1). K rows are loaded in the same order, so the S accumulator (and the
+//    mask, and the P operand) use the same key of each slot. The workspace keeps natural key order.
+//
+// Everything here that says where a value lives is a small SJ_HOST_DEVICE function: the host test
+// (tests/test_gfx12_layout.cpp) runs these functions through an emulation of the documented layout.
+#pragma once
+
+#include "common/e4m3.h"
+#include "common/prelude.h"
+
+#define SJ_GFX12_WAVE 32
+#define SJ_GFX12_TILE 16  // M = N = K of one WMMA
+
+// ---- Fragment index functions (host and device) -------------------------------------------------
+SJ_HOST_DEVICE int sj_g12_lane_col(int lane) { return lane & 15; }  // A row / B column / D column
+SJ_HOST_DEVICE int sj_g12_lane_half(int lane) { return lane >> 4; }
+
+// Channel (0 .. D-1) held in byte `byte` (0..7 = 4*vgpr + byte-in-vgpr) of the K (A) and Q (B)
+// fragments of WMMA step `step` (0 .. D/16-1), in lane `lane`.
+SJ_HOST_DEVICE int sj_g12_qk_channel(int step, int lane, int byte) {
+  return 32 * (step >> 1) + 16 * sj_g12_lane_half(lane) + 8 * (step & 1) + byte;
+}
+
+// Key (offset inside the key tile) of row `row` (0..15) of key block `kb` (0 .. BLOCK_N/16-1).
+SJ_HOST_DEVICE int sj_g12_key_slot(int kb, int row) {
+  return 32 * (kb >> 1) + 16 * (row >> 3) + 8 * (kb & 1) + (row & 7);
+}
+
+// K fragment (A of S^T = K*Q^T): the key whose row lane `lane` loads for key block `kb`.
+SJ_HOST_DEVICE int sj_g12_k_frag_key(int kb, int lane) { return sj_g12_key_slot(kb, sj_g12_lane_col(lane)); }
+
+// Q fragment (B): the query (offset inside the 16-query block) lane `lane` loads.
+SJ_HOST_DEVICE int sj_g12_q_frag_query(int lane) { return sj_g12_lane_col(lane); }
+
+// S accumulator of key block `kb`: VGPR `vgpr` of lane `lane` holds key s_key for query s_query.
+SJ_HOST_DEVICE int sj_g12_s_key(int kb, int lane, int vgpr) {
+  return sj_g12_key_slot(kb, 8 * sj_g12_lane_half(lane) + vgpr);
+}
+SJ_HOST_DEVICE int sj_g12_s_query(int lane) { return sj_g12_lane_col(lane); }
+
+// P operand (B of O^T = V^T*P^T) of key block kb: the byte (0..7) that receives the quantized p of
+// accumulator VGPR `vgpr` of the same lane. The identity is the point of computing S^T.
+SJ_HOST_DEVICE int sj_g12_p_byte(int vgpr) { return vgpr; }
+
+// V^T fragment (A of O^T = V^T*P^T) of channel block cb and key block kb: lane `lane` loads channel
+// 16*cb + v_frag_channel, and its byte `byte` (0..7) holds key v_frag_key.
+SJ_HOST_DEVICE int sj_g12_v_frag_channel(int lane) { return sj_g12_lane_col(lane); }
+SJ_HOST_DEVICE int sj_g12_v_frag_key(int kb, int lane, int byte) {
+  return sj_g12_key_slot(kb, 8 * sj_g12_lane_half(lane) + byte);
+}
+
+// O accumulator of channel block cb: VGPR `vgpr` of lane `lane` holds channel 16*cb + o_channel of
+// query o_query.
+SJ_HOST_DEVICE int sj_g12_o_channel(int lane, int vgpr) { return 8 * sj_g12_lane_half(lane) + vgpr; }
+SJ_HOST_DEVICE int sj_g12_o_query(int lane) { return sj_g12_lane_col(lane); }
+
+// Quantizes the 8 probabilities of one lane's S accumulator (index = accumulator VGPR) into the
+// 8-byte P operand (two 32-bit words, little-endian bytes): e4m3(min(p, 448)), RNE. p is in
+// (0, 448] by construction; the clamp guards the hardware convert, which does not saturate.
+SJ_HOST_DEVICE void sj_g12_pack_p_host(const float p[8], sj_u32 out[2]) {
+  out[0] = out[1] = 0;
+  for (int v = 0; v < 8; ++v) {
+    const float clamped = p[v] > 448.0f ? 448.0f : (p[v] < -448.0f ? -448.0f : p[v]);
+    const int byte = sj_g12_p_byte(v);
+    out[byte >> 2] |= (sj_u32)sj_e4m3_encode(clamped) << (8 * (byte & 3));
+  }
+}
+
+// ---- Device atoms --------------------------------------------------------------------------------
+#if defined(SJ_AMD)
+typedef int sj_v2i __attribute__((ext_vector_type(2)));
+typedef int sj_v4i __attribute__((ext_vector_type(4)));
+typedef int sj_v8i __attribute__((ext_vector_type(8)));
+typedef float sj_v4f __attribute__((ext_vector_type(4)));
+typedef float sj_v8f __attribute__((ext_vector_type(8)));
+
+// D = A*B + C, signed int8 x signed int8 -> int32 (16x16x16).
+SJ_DEVICE sj_v8i sj_g12_wmma_iu8(sj_v2i a, sj_v2i b, sj_v8i c) {
+  return __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32_gfx12(true, a, true, b, c, false);
+}
+
+// D = A*B + C, OCP E4M3 x E4M3 -> fp32 (16x16x16).
+SJ_DEVICE sj_v8f sj_g12_wmma_fp8(sj_v2i a, sj_v2i b, sj_v8f c) {
+  return __builtin_amdgcn_wmma_f32_16x16x16_fp8_fp8_w32_gfx12(a, b, c);
+}
+
+// The value of the same register in lane L ^ 16 (the other half-wave, same column): one VALU
+// v_permlanex16_b32, no LDS.
+SJ_DEVICE float sj_g12_other_half(float x) {
+  const int y = __builtin_amdgcn_permlanex16(0, sj_bit_cast<int>(x), 0x76543210u, 0xfedcba98u, false, false);
+  return sj_bit_cast<float>(y);
+}
+
+// Row reductions over the keys of one query (column L % 16): the lane-local part is done by the
+// caller over its 8 VGPRs per key block; these combine the two half-waves.
+SJ_DEVICE float sj_g12_max_halves(float x) { return __builtin_fmaxf(x, sj_g12_other_half(x)); }
+SJ_DEVICE float sj_g12_sum_halves(float x) { return x + sj_g12_other_half(x); }
+
+// acc * alpha + tile, element-wise, written back into acc's registers. Plain C lets the register
+// allocator put one result of each 8-VGPR block in the tile's registers (v_fmac), which pins every
+// fresh tile accumulator until the loop latch and costs 8 VGPRs per channel block; the tied asm
+// operand keeps the result where the running accumulator lives.
+SJ_DEVICE sj_v8f sj_g12_rescale_add(sj_v8f acc, float alpha, sj_v8f tile) {
+#pragma unroll
+  for (int v = 0; v < 8; ++v) {
+    float a = acc[v];
+    asm("v_fma_f32 %0, %0, %1, %2" : "+v"(a) : "v"(alpha), "v"(tile[v]));
+    acc[v] = a;
+  }
+  return acc;
+}
+
+// Device twin of sj_g12_pack_p_host: v_med3 clamp + v_cvt_pk_fp8_f32 (RNE), bytes in the same place.
+SJ_DEVICE sj_v2i sj_g12_pack_p(const float p[8]) {
+  float c[8];
+#pragma unroll
+  for (int v = 0; v < 8; ++v) c[v] = __builtin_amdgcn_fmed3f(p[v], 448.0f, -448.0f);
+  sj_v2i out;
+  int w0 = __builtin_amdgcn_cvt_pk_fp8_f32(c[0], c[1], 0, false);
+  out.x = __builtin_amdgcn_cvt_pk_fp8_f32(c[2], c[3], w0, true);
+  int w1 = __builtin_amdgcn_cvt_pk_fp8_f32(c[4], c[5], 0, false);
+  out.y = __builtin_amdgcn_cvt_pk_fp8_f32(c[6], c[7], w1, true);
+  return out;
+}
+#endif  // SJ_AMD

@@ -1,0 +1,37 @@
+#pragma once
+// Descriptor of kernel_src/attention_gfx12.hip (RDNA4 wave32 WMMA: iu8 QK^T, fp8 PV) and the
+// per-config figures it derives (LDS bytes, VGPR estimate, WMMA counts), which check_config, the
+// ISA test and docs/RDNA4.md use.
+#include "kernels/kernel_desc.hpp"
+
+namespace sagejit {
+
+extern const KernelDesc attention_gfx12_kernel;
+
+// Tile parameters of one gfx12 attention config (configs/gfx1201.json "attention" params).
+struct Gfx12AttentionTile {
+  int waves = 4;          // waves (of 32 lanes) per workgroup: 2 | 4 | 8
+  int rows_per_wave = 32; // query rows per wave: 16 | 32 (1 or 2 WMMA column blocks)
+  int block_n = 32;       // keys per LDS tile: 32 | 64
+  int stages = 2;         // LDS buffers for K/V tiles: 1 | 2
+};
+
+// Missing parameters take the defaults above; unknown names are reported by check_config.
+Gfx12AttentionTile gfx12_attention_tile(const TileConfig& config);
+
+struct Gfx12AttentionFigures {
+  int threads = 0;             // workgroup size
+  int rows_per_group = 0;      // query rows per workgroup
+  unsigned lds_bytes = 0;      // static LDS of the kernel (exact: the compiler reports the same)
+  int vgpr_estimate = 0;       // registers per lane, an upper estimate (see the .cpp)
+  int qk_wmma_per_tile = 0;    // v_wmma_i32_16x16x16_iu8 per key tile per wave
+  int pv_wmma_per_tile = 0;    // v_wmma_f32_16x16x16_fp8_fp8 per key tile per wave
+};
+
+Gfx12AttentionFigures gfx12_attention_figures(const Gfx12AttentionTile& tile, int head_dim);
+
+// Limits of one gfx12 workgroup that check_config enforces.
+inline constexpr unsigned gfx12_lds_limit_bytes = 64 * 1024;
+inline constexpr int gfx12_vgpr_limit = 256;
+
+}  // namespace sagejit

@@ -1,0 +1,407 @@
+// Host check of the gfx12 (RDNA4) attention kernel's fragment layouts. An emulation of the
+// documented wave32 16x16x16 8-bit WMMA lane layout (DESIGN.md section 5) is fed with the registers
+// the kernel's own index functions (kernel_src/arch/mma_gfx12.h) say it loads, and what the kernel
+// reads back from the accumulators is compared with direct matrix products; then one query block's
+// whole data flow over two key tiles (QK WMMA, scores, mask, online softmax, P quantized per lane
+// into the PV operand, PV WMMA, rescale, epilogue) is compared with a plain per-row computation.
+// Deliberately wrong layouts (A's half-wave k ranges swapped; gfx11's interleaved C rows) must fail.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "arch/mma_gfx12.h"
+#include "common/online_softmax.h"
+
+namespace {
+
+constexpr int kLanes = 32;
+
+// One lane-layout hypothesis for the 8-bit operands and the 32-bit accumulator.
+struct WmmaLayout {
+  const char* name;
+  int (*a_k)(int lane, int byte);            // k index of A byte `byte` (0..7) in lane `lane`; row = lane % 16
+  int (*b_k)(int lane, int byte);            // k index of B byte; column = lane % 16
+  int (*c_row)(int lane, int vgpr);          // row of accumulator VGPR `vgpr`; column = lane % 16
+};
+
+// DESIGN.md section 5 (AMD matrix instruction calculator, RDNA4).
+int documented_k(int lane, int byte) { return 8 * (lane / 16) + byte; }
+int documented_c_row(int lane, int vgpr) { return 8 * (lane / 16) + vgpr; }
+// Wrong on purpose: A's half-waves exchange their k ranges (B stays documented).
+int swapped_k(int lane, int byte) { return 8 * (1 - lane / 16) + byte; }
+// Wrong on purpose: gfx11's wave32 accumulator interleaves the half-waves' rows.
+int gfx11_c_row(int lane, int vgpr) { return 2 * vgpr + lane / 16; }
+
+const WmmaLayout documented{"documented gfx12", documented_k, documented_k, documented_c_row};
+const WmmaLayout swapped_a{"A half-wave k ranges swapped", swapped_k, documented_k, documented_c_row};
+const WmmaLayout gfx11_c{"gfx11 interleaved C rows", documented_k, documented_k, gfx11_c_row};
+
+using Bytes = std::array<std::array<std::uint8_t, 8>, kLanes>;  // [lane][byte] of a 2-VGPR operand
+template <typename T>
+using Acc = std::array<std::array<T, 8>, kLanes>;               // [lane][vgpr] of an 8-VGPR accumulator
+
+// D = A*B + C, signed 8-bit, exact int32.
+Acc<std::int32_t> wmma_iu8(const WmmaLayout& layout, const Bytes& a, const Bytes& b, const Acc<std::int32_t>& c) {
+  int am[16][16] = {}, bm[16][16] = {};
+  for (int lane = 0; lane < kLanes; ++lane)
+    for (int byte = 0; byte < 8; ++byte) {
+      am[lane % 16][layout.a_k(lane, byte)] = static_cast<std::int8_t>(a[lane][byte]);
+      bm[layout.b_k(lane, byte)][lane % 16] = static_cast<std::int8_t>(b[lane][byte]);
+    }
+  Acc<std::int32_t> d = c;
+  for (int lane = 0; lane < kLanes; ++lane)
+    for (int vgpr = 0; vgpr < 8; ++vgpr) {
+      const int i = layout.c_row(lane, vgpr), j = lane % 16;
+      for (int k = 0; k < 16; ++k) d[lane][vgpr] += am[i][k] * bm[k][j];
+    }
+  return d;
+}
+
+// D = A*B + C, E4M3 x E4M3 -> fp32 (products exact; the 16-term sum rounded once to fp32).
+Acc<float> wmma_fp8(const WmmaLayout& layout, const Bytes& a, const Bytes& b, const Acc<float>& c) {
+  double am[16][16] = {}, bm[16][16] = {};
+  for (int lane = 0; lane < kLanes; ++lane)
+    for (int byte = 0; byte < 8; ++byte) {
+      am[lane % 16][layout.a_k(lane, byte)] = sj_e4m3_decode(a[lane][byte]);
+      bm[layout.b_k(lane, byte)][lane % 16] = sj_e4m3_decode(b[lane][byte]);
+    }
+  Acc<float> d = c;
+  for (int lane = 0; lane < kLanes; ++lane)
+    for (int vgpr = 0; vgpr < 8; ++vgpr) {
+      const int i = layout.c_row(lane, vgpr), j = lane % 16;
+      double sum = c[lane][vgpr];
+      for (int k = 0; k < 16; ++k) sum += am[i][k] * bm[k][j];
+      d[lane][vgpr] = static_cast<float>(sum);
+    }
+  return d;
+}
+
+std::mt19937& rng() {
+  static std::mt19937 engine = [] {
+    const unsigned seed = std::random_device{}();
+    MESSAGE("random seed ", seed);
+    return std::mt19937(seed);
+  }();
+  return engine;
+}
+
+std::int8_t random_i8() { return static_cast<std::int8_t>(std::uniform_int_distribution<int>(-127, 127)(rng())); }
+
+// A random finite E4M3 code (no NaN 0x7F/0xFF), |value| <= 448.
+std::uint8_t random_e4m3() {
+  for (;;) {
+    const auto code = static_cast<std::uint8_t>(std::uniform_int_distribution<int>(0, 255)(rng()));
+    if ((code & 0x7f) != 0x7f) return code;
+  }
+}
+
+// ---- Products through the kernel's index functions ----------------------------------------------
+
+// S^T tile = K * Q^T for `block_n` keys and 16 queries; returns the number of mismatching values
+// (S read back with sj_g12_s_key / sj_g12_s_query) plus keys not covered exactly once.
+int qk_mismatches(const WmmaLayout& layout, int head_dim, int block_n) {
+  std::vector<std::int8_t> k(block_n * head_dim), q(16 * head_dim);
+  for (auto& x : k) x = random_i8();
+  for (auto& x : q) x = random_i8();
+  int bad = 0;
+  std::vector<int> seen(block_n * 16, 0);
+  for (int kb = 0; kb < block_n / 16; ++kb) {
+    Acc<std::int32_t> acc{};
+    for (int step = 0; step < head_dim / 16; ++step) {
+      Bytes a{}, b{};
+      for (int lane = 0; lane < kLanes; ++lane)
+        for (int byte = 0; byte < 8; ++byte) {
+          const int channel = sj_g12_qk_channel(step, lane, byte);
+          a[lane][byte] = static_cast<std::uint8_t>(k[sj_g12_k_frag_key(kb, lane) * head_dim + channel]);
+          b[lane][byte] = static_cast<std::uint8_t>(q[sj_g12_q_frag_query(lane) * head_dim + channel]);
+        }
+      acc = wmma_iu8(layout, a, b, acc);
+    }
+    for (int lane = 0; lane < kLanes; ++lane)
+      for (int vgpr = 0; vgpr < 8; ++vgpr) {
+        const int key = sj_g12_s_key(kb, lane, vgpr), query = sj_g12_s_query(lane);
+        if (key < 0 || key >= block_n) {
+          ++bad;
+          continue;
+        }
+        ++seen[key * 16 + query];
+        std::int32_t expected = 0;
+        for (int d = 0; d < head_dim; ++d) expected += k[key * head_dim + d] * q[query * head_dim + d];
+        bad += acc[lane][vgpr] != expected;
+      }
+  }
+  for (int count : seen) bad += count != 1;
+  return bad;
+}
+
+// O^T block = V^T * P^T for 16 channels x `block_n` keys x 16 queries, P placed as the kernel does
+// (byte sj_g12_p_byte(v) of the S lane layout). Returns the largest error in units of the allowed
+// fp32 rounding (<= 1 passes).
+double pv_error(const WmmaLayout& layout, int head_dim, int block_n) {
+  std::vector<std::uint8_t> v(head_dim * block_n), p(block_n * 16);  // v[d][key], p[key][query]
+  for (auto& x : v) x = random_e4m3();
+  for (auto& x : p) x = random_e4m3();
+  double worst = 0;
+  for (int cb = 0; cb < head_dim / 16; ++cb) {
+    Acc<float> acc{};
+    for (int kb = 0; kb < block_n / 16; ++kb) {
+      Bytes a{}, b{};
+      for (int lane = 0; lane < kLanes; ++lane)
+        for (int byte = 0; byte < 8; ++byte)
+          a[lane][byte] = v[(cb * 16 + sj_g12_v_frag_channel(lane)) * block_n + sj_g12_v_frag_key(kb, lane, byte)];
+      for (int lane = 0; lane < kLanes; ++lane)
+        for (int vgpr = 0; vgpr < 8; ++vgpr)
+          b[lane][sj_g12_p_byte(vgpr)] = p[sj_g12_s_key(kb, lane, vgpr) * 16 + sj_g12_s_query(lane)];
+      acc = wmma_fp8(layout, a, b, acc);
+    }
+    for (int lane = 0; lane < kLanes; ++lane)
+      for (int vgpr = 0; vgpr < 8; ++vgpr) {
+        const int d = cb * 16 + sj_g12_o_channel(lane, vgpr), query = sj_g12_o_query(lane);
+        double expected = 0, magnitude = 0;
+        for (int key = 0; key < block_n; ++key) {
+          const double term = double(sj_e4m3_decode(v[d * block_n + key])) * sj_e4m3_decode(p[key * 16 + query]);
+          expected += term;
+          magnitude += std::fabs(term);
+        }
+        // one fp32 rounding per WMMA plus the additions between them
+        const double allowed = magnitude * 4e-7 * (block_n / 16 + 1) + 1e-30;
+        worst = std::max(worst, std::fabs(acc[lane][vgpr] - expected) / allowed);
+      }
+  }
+  return worst;
+}
+
+// ---- One query block's whole data flow --------------------------------------------------------------
+
+struct FlowProblem {
+  int head_dim, block_n, tiles, seq_kv, first_query;
+  bool causal;
+  std::vector<std::int8_t> q8, k8;     // [16][D], [keys][D]
+  float q_scale;                       // the 16 queries lie in one 32-row scale block
+  std::vector<float> k_scale;          // per 32 keys
+  std::vector<std::uint8_t> v8;        // V^T [D][keys], e4m3
+  std::vector<float> v_scale;          // [D]
+};
+
+FlowProblem make_flow_problem(int head_dim, int block_n, bool causal) {
+  FlowProblem pr{head_dim, block_n, 2, 0, 0, causal, {}, {}, 0, {}, {}, {}};
+  const int keys = pr.tiles * block_n;
+  pr.seq_kv = keys - 5;  // a tail: the last 5 keys of the second tile are padding
+  pr.first_query = causal ? block_n - 8 : 0;  // causal: the diagonal crosses both tiles
+  pr.q8.resize(16 * head_dim);
+  pr.k8.resize(keys * head_dim);
+  pr.v8.resize(head_dim * keys);
+  for (auto& x : pr.q8) x = random_i8();
+  for (auto& x : pr.k8) x = random_i8();
+  for (int i = 0; i < keys * head_dim; ++i) pr.v8[i] = random_e4m3();
+  for (int key = pr.seq_kv; key < keys; ++key)  // padded keys are zero in the workspace
+    for (int d = 0; d < head_dim; ++d) {
+      pr.v8[d * keys + key] = 0;
+      pr.k8[key * head_dim + d] = 0;
+    }
+  std::uniform_real_distribution<float> scale(0.5e-3f, 2e-3f);
+  pr.q_scale = scale(rng());
+  pr.k_scale.resize(keys / 32);
+  for (auto& s : pr.k_scale) s = scale(rng());
+  pr.v_scale.resize(head_dim);
+  for (auto& s : pr.v_scale) s = scale(rng());
+  return pr;
+}
+
+// The kernel's per-wave data flow for one 16-query block, registers emulated lane by lane.
+std::vector<float> flow_through_fragments(const WmmaLayout& layout, const FlowProblem& pr) {
+  const int d_steps = pr.head_dim / 16, k_blocks = pr.block_n / 16, keys = pr.tiles * pr.block_n;
+  std::array<float, kLanes> m, l;
+  m.fill(sj_neg_inf());
+  l.fill(0.0f);
+  std::vector<Acc<float>> o(d_steps, Acc<float>{});
+  for (int t = 0; t < pr.tiles; ++t) {
+    const int tile_start = t * pr.block_n;
+    // S^T = K * Q^T
+    std::vector<Acc<std::int32_t>> acc(k_blocks, Acc<std::int32_t>{});
+    for (int kb = 0; kb < k_blocks; ++kb)
+      for (int step = 0; step < d_steps; ++step) {
+        Bytes a{}, b{};
+        for (int lane = 0; lane < kLanes; ++lane)
+          for (int byte = 0; byte < 8; ++byte) {
+            const int channel = sj_g12_qk_channel(step, lane, byte);
+            a[lane][byte] = static_cast<std::uint8_t>(pr.k8[(tile_start + sj_g12_k_frag_key(kb, lane)) * pr.head_dim + channel]);
+            b[lane][byte] = static_cast<std::uint8_t>(pr.q8[sj_g12_q_frag_query(lane) * pr.head_dim + channel]);
+          }
+        acc[kb] = wmma_iu8(layout, a, b, acc[kb]);
+      }
+    // scores, mask, row max (lane-local, then across half-waves), p, l, P operand
+    std::array<std::array<float, 8>, kLanes> s[4];
+    std::array<float, kLanes> lane_max, alpha;
+    for (int lane = 0; lane < kLanes; ++lane) {
+      lane_max[lane] = sj_neg_inf();
+      const int query = pr.first_query + sj_g12_s_query(lane);
+      for (int kb = 0; kb < k_blocks; ++kb)
+        for (int vgpr = 0; vgpr < 8; ++vgpr) {
+          const int key = tile_start + sj_g12_s_key(kb, lane, vgpr);
+          float score = sj_score(acc[kb][lane][vgpr], pr.q_scale, pr.k_scale[key / 32]);
+          if (!sj_key_visible(query, key, pr.seq_kv, pr.causal)) score = sj_neg_inf();
+          s[kb][lane][vgpr] = score;
+          lane_max[lane] = std::fmax(lane_max[lane], score);
+        }
+    }
+    std::vector<Bytes> p_operand(k_blocks, Bytes{});
+    for (int lane = 0; lane < kLanes; ++lane) {
+      const float tile_max = std::fmax(lane_max[lane], lane_max[lane ^ 16]);  // v_permlanex16
+      const float m_new = std::fmax(m[lane], tile_max);
+      alpha[lane] = sj_rescale(m[lane], m_new);
+      m[lane] = m_new;
+      float tile_sum = 0;
+      for (int kb = 0; kb < k_blocks; ++kb) {
+        float prob[8];
+        for (int vgpr = 0; vgpr < 8; ++vgpr) {
+          prob[vgpr] = sj_prob(s[kb][lane][vgpr], m_new);
+          tile_sum += prob[vgpr];
+        }
+        sj_u32 words[2];
+        sj_g12_pack_p_host(prob, words);
+        for (int byte = 0; byte < 8; ++byte) p_operand[kb][lane][byte] = static_cast<std::uint8_t>(words[byte / 4] >> (8 * (byte % 4)));
+      }
+      l[lane] = l[lane] * alpha[lane] + tile_sum;
+    }
+    // O^T = O^T * alpha + V^T * P^T (fresh accumulator per tile)
+    for (int cb = 0; cb < d_steps; ++cb) {
+      Acc<float> tile_o{};
+      for (int kb = 0; kb < k_blocks; ++kb) {
+        Bytes a{};
+        for (int lane = 0; lane < kLanes; ++lane)
+          for (int byte = 0; byte < 8; ++byte)
+            a[lane][byte] = pr.v8[(cb * 16 + sj_g12_v_frag_channel(lane)) * keys + tile_start + sj_g12_v_frag_key(kb, lane, byte)];
+        tile_o = wmma_fp8(layout, a, p_operand[kb], tile_o);
+      }
+      for (int lane = 0; lane < kLanes; ++lane)
+        for (int vgpr = 0; vgpr < 8; ++vgpr) o[cb][lane][vgpr] = o[cb][lane][vgpr] * alpha[lane] + tile_o[lane][vgpr];
+    }
+  }
+  // epilogue: l summed over the half-waves, out[query][d]
+  std::vector<float> out(16 * pr.head_dim, std::nanf(""));
+  for (int cb = 0; cb < d_steps; ++cb)
+    for (int lane = 0; lane < kLanes; ++lane)
+      for (int vgpr = 0; vgpr < 8; ++vgpr) {
+        const int d = cb * 16 + sj_g12_o_channel(lane, vgpr);
+        const float row_sum = l[lane] + l[lane ^ 16];
+        out[sj_g12_o_query(lane) * pr.head_dim + d] = sj_output(o[cb][lane][vgpr], row_sum, pr.v_scale[d]);
+      }
+  return out;
+}
+
+// The same algorithm (docs/NUMERICS.md steps 1-8) as plain per-row loops over whole matrices.
+std::vector<float> flow_direct(const FlowProblem& pr) {
+  const int keys = pr.tiles * pr.block_n;
+  std::vector<float> out(16 * pr.head_dim);
+  for (int row = 0; row < 16; ++row) {
+    const int query = pr.first_query + row;
+    float m = sj_neg_inf(), l = 0;
+    std::vector<double> o(pr.head_dim, 0.0);
+    for (int t = 0; t < pr.tiles; ++t) {
+      std::vector<float> s(pr.block_n);
+      float m_new = m;
+      for (int j = 0; j < pr.block_n; ++j) {
+        const int key = t * pr.block_n + j;
+        int dot = 0;
+        for (int d = 0; d < pr.head_dim; ++d) dot += pr.q8[row * pr.head_dim + d] * pr.k8[key * pr.head_dim + d];
+        s[j] = sj_key_visible(query, key, pr.seq_kv, pr.causal) ? sj_score(dot, pr.q_scale, pr.k_scale[key / 32]) : sj_neg_inf();
+        m_new = std::fmax(m_new, s[j]);
+      }
+      const float alpha = sj_rescale(m, m_new);
+      m = m_new;
+      float sum = 0;
+      std::vector<double> tile_o(pr.head_dim, 0.0);
+      for (int j = 0; j < pr.block_n; ++j) {
+        const float p = sj_prob(s[j], m_new);
+        sum += p;
+        const double pq = sj_e4m3_decode(sj_e4m3_encode(p));
+        for (int d = 0; d < pr.head_dim; ++d) tile_o[d] += pq * sj_e4m3_decode(pr.v8[d * keys + t * pr.block_n + j]);
+      }
+      l = l * alpha + sum;
+      for (int d = 0; d < pr.head_dim; ++d) o[d] = o[d] * alpha + tile_o[d];
+    }
+    for (int d = 0; d < pr.head_dim; ++d) out[row * pr.head_dim + d] = sj_output(static_cast<float>(o[d]), l, pr.v_scale[d]);
+  }
+  return out;
+}
+
+// Largest |a - b| / (1e-5 * max|b| + tiny) over the block (<= 1 passes): fp32 accumulation-order noise.
+double flow_error(const WmmaLayout& layout, int head_dim, int block_n, bool causal) {
+  const FlowProblem pr = make_flow_problem(head_dim, block_n, causal);
+  const std::vector<float> got = flow_through_fragments(layout, pr);
+  const std::vector<float> want = flow_direct(pr);
+  double scale = 0;
+  for (float x : want) scale = std::max(scale, double(std::fabs(x)));
+  double worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const double err = std::fabs(double(got[i]) - want[i]);
+    worst = std::max(worst, std::isnan(err) ? 1e30 : err / (1e-5 * scale + 1e-30));
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("gfx12 index functions: every channel and key is placed exactly once") {
+  for (int head_dim : {64, 128}) {
+    std::vector<int> channels(head_dim, 0);
+    for (int step = 0; step < head_dim / 16; ++step)
+      for (int lane = 0; lane < kLanes; ++lane)
+        for (int byte = 0; byte < 8; ++byte) ++channels[sj_g12_qk_channel(step, lane, byte)];
+    // each channel appears in 16 lanes (one per row/column) of exactly one step
+    for (int count : channels) CHECK(count == 16);
+  }
+  for (int block_n : {32, 64}) {
+    std::vector<int> keys(block_n, 0);
+    for (int kb = 0; kb < block_n / 16; ++kb)
+      for (int row = 0; row < 16; ++row) ++keys[sj_g12_key_slot(kb, row)];
+    for (int count : keys) CHECK(count == 1);
+  }
+  // The V^T operand of key blocks 2g, 2g+1 is 16 contiguous keys per half-wave (one 16-byte read).
+  for (int lane = 0; lane < kLanes; ++lane)
+    for (int byte = 0; byte < 16; ++byte)
+      CHECK(sj_g12_v_frag_key(byte / 8, lane, byte % 8) == sj_g12_v_frag_key(0, lane, 0) + byte);
+}
+
+TEST_CASE("gfx12 int8 S^T = K*Q^T through the documented layout is exact") {
+  for (int head_dim : {64, 128})
+    for (int block_n : {32, 64}) {
+      const int bad = qk_mismatches(documented, head_dim, block_n);
+      INFO("head_dim ", head_dim, " block_n ", block_n);
+      CHECK(bad == 0);
+    }
+}
+
+TEST_CASE("gfx12 fp8 O^T = V^T*P^T through the documented layout matches to fp32 rounding") {
+  for (int head_dim : {64, 128})
+    for (int block_n : {32, 64}) {
+      const double err = pv_error(documented, head_dim, block_n);
+      INFO("head_dim ", head_dim, " block_n ", block_n, " error/allowed ", err);
+      CHECK(err <= 1.0);
+    }
+}
+
+TEST_CASE("gfx12 data flow over two key tiles (S accumulator reused as the P operand) matches a direct computation") {
+  for (int head_dim : {64, 128})
+    for (int block_n : {32, 64})
+      for (bool causal : {false, true}) {
+        const double err = flow_error(documented, head_dim, block_n, causal);
+        INFO("head_dim ", head_dim, " block_n ", block_n, " causal ", causal, " error/allowed ", err);
+        CHECK(err <= 1.0);
+      }
+}
+
+TEST_CASE("gfx12 layout check detects a wrong layout") {
+  for (const WmmaLayout* wrong : {&swapped_a, &gfx11_c}) {
+    INFO("layout: ", wrong->name);
+    CHECK(qk_mismatches(*wrong, 128, 32) > 0);
+    CHECK(pv_error(*wrong, 128, 32) > 1.0);
+    CHECK(flow_error(*wrong, 64, 32, false) > 1.0);
+    CHECK(flow_error(*wrong, 128, 64, true) > 1.0);
+  }
+}
