@@ -1,0 +1,78 @@
+#pragma once
+// CPU emulator of the quantized SageAttention algorithm, step by step as docs/NUMERICS.md fixes it.
+// Stage 1 (prepare) yields the workspaces in the exact layouts a GPU prepare writes, so those can be
+// compared bit for bit; stage 2 (attention) predicts the GPU output within accumulation-order noise
+// (exact int32 QK^T, same rounding of p, same two-level fp32 PV accumulation).
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "numerics/host_tensor.hpp"
+#include "sagejit/types.hpp"
+
+namespace sagejit::numerics {
+
+struct EmulatorOptions {
+  bool causal = false;
+  bool smooth_k = true;
+  bool return_lse = false;
+  float sm_scale = std::numeric_limits<float>::quiet_NaN();  // NaN: default_sm_scale(head_dim)
+  int block_n = 64;       // key tile of the attention kernel (32 or 64): rounding of p depends on it
+  bool pv_fp16 = false;   // fp16 PV (NVIDIA config family) instead of fp8 PV
+};
+
+// Default softmax scale: float(1 / sqrt(double(head_dim))), as Python's head_dim**-0.5 passed as fp32.
+float default_sm_scale(std::int64_t head_dim);
+// The factor folded into Q: float(double(sm_scale) * log2(e)) (docs/NUMERICS.md, Q step 1).
+float q_multiplier(float sm_scale);
+// round_up(n, 128): the padded sequence length of every workspace.
+std::int64_t padded_length(std::int64_t tokens);
+
+// The prepare stage's workspaces (docs/NUMERICS.md layouts; padded rows/keys/blocks are 0).
+struct PreparedTensors {
+  std::int64_t batch = 0, heads_q = 0, heads_kv = 0, seq_q = 0, seq_kv = 0, seq_q_pad = 0, seq_kv_pad = 0,
+               head_dim = 0;
+  DType dtype = DType::bf16;  // of the inputs, and of the output
+  bool smooth_k = true;
+  bool pv_fp16 = false;
+  float sm_scale = 0.0f;  // resolved (never NaN)
+  float q_mul = 0.0f;
+
+  std::vector<std::int8_t> q8;       // [B, Hq, Nq_pad, D]
+  std::vector<float> q_scale;        // [B, Hq, Nq_pad / 32]
+  std::vector<std::int8_t> k8;       // [B, Hk, Nk_pad, D]
+  std::vector<float> k_scale;        // [B, Hk, Nk_pad / 32]
+  std::vector<float> k_mean;         // [B, Hk, D] (zeros without smoothing)
+  std::vector<std::uint8_t> v8;      // fp8 PV: E4M3 [B, Hk, D, Nk_pad]; empty for fp16 PV
+  std::vector<std::uint16_t> v16;    // fp16 PV: fp16 bits [B, Hk, D, Nk_pad]; empty for fp8 PV
+  std::vector<float> v_scale;        // [B, Hk, D] (ones for fp16 PV)
+  std::vector<float> lse_delta;      // [B, Hq, Nq] when return_lse && smooth_k, else empty
+
+  std::int64_t gqa_ratio() const { return heads_q / heads_kv; }
+};
+
+// Stage 1. q: [B, Hq, Nq, D], k/v: [B, Hk, Nk, D] in `layout` (any strides), one dtype (bf16/fp16).
+// Throws sagejit::Error for unsupported dtypes, mismatched shapes, Hq % Hk != 0, bad options.
+PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorView& v, Layout layout,
+                        const EmulatorOptions& options);
+
+// Stage 2 into caller memory: `out` is [B, Hq, Nq, D] in `out_layout` with the inputs' dtype (any
+// strides); `lse`, when not null, receives fp32 [B, Hq, Nq] (requires options.return_lse).
+void attention_into(const PreparedTensors& prepared, const EmulatorOptions& options, const TensorView& out,
+                    Layout out_layout, float* lse);
+
+struct EmulatorResult {
+  HostTensor out;          // [B, Hq, Nq, D], dense, in the requested layout
+  std::vector<float> lse;  // [B, Hq, Nq] when options.return_lse, else empty
+};
+
+// Stage 2 into a new dense tensor.
+EmulatorResult attention(const PreparedTensors& prepared, const EmulatorOptions& options,
+                         Layout out_layout = Layout::HND);
+
+// Both stages.
+EmulatorResult emulate(const TensorView& q, const TensorView& k, const TensorView& v, Layout layout,
+                       const EmulatorOptions& options, Layout out_layout = Layout::HND);
+
+}  // namespace sagejit::numerics

@@ -1,0 +1,157 @@
+// Stage 1 of the emulator: the prepare step of docs/NUMERICS.md, using the scalar steps of
+// kernel_src/common/quant.h that the GPU prepare kernels use, so the workspaces match bit for bit.
+#include <algorithm>
+#include <cmath>
+
+#include "common/quant.h"
+#include "core/error.hpp"
+#include "numerics/emulator.hpp"
+#include "numerics/parallel.hpp"
+
+namespace sagejit::numerics {
+
+float default_sm_scale(std::int64_t head_dim) {
+  if (head_dim < 1) fail(ErrorCode::invalid_argument, "default_sm_scale: head_dim {} must be >= 1", head_dim);
+  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+}
+
+float q_multiplier(float sm_scale) { return static_cast<float>(static_cast<double>(sm_scale) * 1.4426950408889634); }
+
+std::int64_t padded_length(std::int64_t tokens) { return (tokens + SJ_SEQ_PAD - 1) / SJ_SEQ_PAD * SJ_SEQ_PAD; }
+
+namespace {
+
+void check_options(const EmulatorOptions& options) {
+  if (options.block_n < 1)
+    fail(ErrorCode::invalid_argument, "emulator: block_n {} must be >= 1 (kernels use 32 or 64)", options.block_n);
+  if (std::isinf(options.sm_scale) || options.sm_scale == 0.0f)
+    fail(ErrorCode::invalid_argument, "emulator: sm_scale {} must be finite and non-zero (NaN selects 1/sqrt(D))",
+         options.sm_scale);
+}
+
+// int8 blocks of 32 rows of x = transform(row, d) (docs/NUMERICS.md steps 3-5) for one head.
+template <typename Transform>
+void quantize_rows(std::int64_t rows, std::int64_t rows_pad, std::int64_t head_dim, Transform transform,
+                   std::int8_t* out8, float* out_scale) {
+  std::vector<float> x(static_cast<std::size_t>(SJ_QUANT_BLOCK * head_dim));
+  for (std::int64_t first = 0; first < rows_pad; first += SJ_QUANT_BLOCK) {
+    const std::int64_t valid = std::clamp<std::int64_t>(rows - first, 0, SJ_QUANT_BLOCK);
+    float amax = 0.0f;
+    for (std::int64_t r = 0; r < valid; ++r)
+      for (std::int64_t d = 0; d < head_dim; ++d) {
+        const float value = transform(first + r, d);
+        x[static_cast<std::size_t>(r * head_dim + d)] = value;
+        amax = sj_amax_update(amax, value);
+      }
+    const float scale = sj_int8_scale(amax);
+    out_scale[first / SJ_QUANT_BLOCK] = scale;
+    for (std::int64_t r = 0; r < SJ_QUANT_BLOCK; ++r)
+      for (std::int64_t d = 0; d < head_dim; ++d)
+        out8[(first + r) * head_dim + d] = r < valid ? sj_quantize_int8(x[static_cast<std::size_t>(r * head_dim + d)], scale) : 0;
+  }
+}
+
+}  // namespace
+
+PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorView& v, Layout layout,
+                        const EmulatorOptions& options) {
+  check_options(options);
+  const HostView qv = HostView::from(q, layout, "q");
+  const HostView kv = HostView::from(k, layout, "k");
+  const HostView vv = HostView::from(v, layout, "v");
+  if (kv.dtype != qv.dtype || vv.dtype != qv.dtype)
+    fail(ErrorCode::invalid_argument, "emulator: q, k, v dtypes differ ({}, {}, {}); they must be equal",
+         to_string(qv.dtype), to_string(kv.dtype), to_string(vv.dtype));
+  if (!(kv.dims == vv.dims))
+    fail(ErrorCode::invalid_argument, "emulator: k [B={}, H={}, N={}, D={}] and v [B={}, H={}, N={}, D={}] differ",
+         kv.dims.batch, kv.dims.heads, kv.dims.tokens, kv.dims.head_dim, vv.dims.batch, vv.dims.heads,
+         vv.dims.tokens, vv.dims.head_dim);
+  if (qv.dims.batch != kv.dims.batch || qv.dims.head_dim != kv.dims.head_dim)
+    fail(ErrorCode::invalid_argument, "emulator: q (B={}, D={}) and k (B={}, D={}) must agree in batch and head_dim",
+         qv.dims.batch, qv.dims.head_dim, kv.dims.batch, kv.dims.head_dim);
+  if (qv.dims.heads % kv.dims.heads != 0)
+    fail(ErrorCode::invalid_argument, "emulator: q heads {} must be a multiple of k/v heads {} (GQA/MQA)",
+         qv.dims.heads, kv.dims.heads);
+
+  PreparedTensors p;
+  p.batch = qv.dims.batch;
+  p.heads_q = qv.dims.heads;
+  p.heads_kv = kv.dims.heads;
+  p.seq_q = qv.dims.tokens;
+  p.seq_kv = kv.dims.tokens;
+  p.seq_q_pad = padded_length(p.seq_q);
+  p.seq_kv_pad = padded_length(p.seq_kv);
+  p.head_dim = qv.dims.head_dim;
+  p.dtype = qv.dtype;
+  p.smooth_k = options.smooth_k;
+  p.pv_fp16 = options.pv_fp16;
+  p.sm_scale = std::isnan(options.sm_scale) ? default_sm_scale(p.head_dim) : options.sm_scale;
+  p.q_mul = q_multiplier(p.sm_scale);
+
+  const std::int64_t D = p.head_dim;
+  const auto size = [](std::int64_t n) { return static_cast<std::size_t>(n); };
+  p.q8.assign(size(p.batch * p.heads_q * p.seq_q_pad * D), 0);
+  p.q_scale.assign(size(p.batch * p.heads_q * p.seq_q_pad / SJ_QUANT_BLOCK), 0.0f);
+  p.k8.assign(size(p.batch * p.heads_kv * p.seq_kv_pad * D), 0);
+  p.k_scale.assign(size(p.batch * p.heads_kv * p.seq_kv_pad / SJ_QUANT_BLOCK), 0.0f);
+  p.k_mean.assign(size(p.batch * p.heads_kv * D), 0.0f);
+  p.v_scale.assign(size(p.batch * p.heads_kv * D), 1.0f);
+  if (p.pv_fp16)
+    p.v16.assign(size(p.batch * p.heads_kv * D * p.seq_kv_pad), 0);
+  else
+    p.v8.assign(size(p.batch * p.heads_kv * D * p.seq_kv_pad), 0);
+  const bool want_delta = options.return_lse && options.smooth_k;
+  if (want_delta) p.lse_delta.assign(size(p.batch * p.heads_q * p.seq_q), 0.0f);
+
+  // K mean, K and V per (b, hk).
+  parallel_for(p.batch * p.heads_kv, [&](std::int64_t item) {
+    const std::int64_t b = item / p.heads_kv, h = item % p.heads_kv;
+    float* mean = &p.k_mean[size(item * D)];
+    if (p.smooth_k) {
+      for (std::int64_t d = 0; d < D; ++d) {
+        double sum = 0.0;
+        for (std::int64_t chunk = 0; chunk < p.seq_kv; chunk += SJ_K_MEAN_CHUNK) {
+          double partial = 0.0;
+          const std::int64_t end = std::min<std::int64_t>(chunk + SJ_K_MEAN_CHUNK, p.seq_kv);
+          for (std::int64_t n = chunk; n < end; ++n) partial = sj_add_rn_f64(partial, kv.get(b, h, n, d));
+          sum = sj_add_rn_f64(sum, partial);
+        }
+        mean[d] = sj_k_mean(sum, static_cast<int>(p.seq_kv));
+      }
+    }
+    quantize_rows(
+        p.seq_kv, p.seq_kv_pad, D, [&](std::int64_t n, std::int64_t d) { return sj_k_smooth(kv.get(b, h, n, d), mean[d]); },
+        &p.k8[size(item * p.seq_kv_pad * D)], &p.k_scale[size(item * p.seq_kv_pad / SJ_QUANT_BLOCK)]);
+    for (std::int64_t d = 0; d < D; ++d) {
+      const std::size_t base = size((item * D + d) * p.seq_kv_pad);
+      if (p.pv_fp16) {
+        for (std::int64_t n = 0; n < p.seq_kv; ++n) p.v16[base + size(n)] = sj_v_to_fp16(vv.get(b, h, n, d));
+        continue;
+      }
+      float amax = 0.0f;
+      for (std::int64_t n = 0; n < p.seq_kv; ++n) amax = sj_amax_update(amax, vv.get(b, h, n, d));
+      const float scale = sj_v_scale(amax);
+      p.v_scale[size(item * D + d)] = scale;
+      for (std::int64_t n = 0; n < p.seq_kv; ++n) p.v8[base + size(n)] = sj_quantize_e4m3(vv.get(b, h, n, d), scale);
+    }
+  });
+
+  // Q and the LSE correction per (b, hq).
+  const std::int64_t ratio = p.gqa_ratio();
+  parallel_for(p.batch * p.heads_q, [&](std::int64_t item) {
+    const std::int64_t b = item / p.heads_q, h = item % p.heads_q;
+    quantize_rows(
+        p.seq_q, p.seq_q_pad, D, [&](std::int64_t n, std::int64_t d) { return sj_q_prescale(qv.get(b, h, n, d), p.q_mul); },
+        &p.q8[size(item * p.seq_q_pad * D)], &p.q_scale[size(item * p.seq_q_pad / SJ_QUANT_BLOCK)]);
+    if (!want_delta) return;
+    const float* mean = &p.k_mean[size((b * p.heads_kv + h / ratio) * D)];
+    for (std::int64_t n = 0; n < p.seq_q; ++n) {
+      float delta = 0.0f;
+      for (std::int64_t d = 0; d < D; ++d) delta += sj_q_prescale(qv.get(b, h, n, d), p.q_mul) * mean[d];
+      p.lse_delta[size(item * p.seq_q + n)] = delta;
+    }
+  });
+  return p;
+}
+
+}  // namespace sagejit::numerics
