@@ -7,6 +7,7 @@ from ._library import Options, SagejitError, Tensor, check, last_error, library
 from ._torch_tensors import INVALID_ARGUMENT, check_tensor, to_c_tensor
 
 _LAYOUTS = {"HND": 0, "NHD": 1}
+_IGNORED_SAGEATTENTION_KEYWORDS = {"qk_quant_gran", "pv_accum_dtype", "smooth_v"}
 
 Support = namedtuple("Support", ["ok", "reason"])
 Support.__bool__ = lambda self: bool(self.ok)
@@ -52,9 +53,14 @@ def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, retur
     Returns the output (q's shape and dtype, contiguous) and, with return_lse, also the natural
     log-sum-exp of the scaled scores, fp32 [B, Hq, Nq] (what torch.logsumexp gives).
     Runs on the current torch stream; the workspace comes from torch's caching allocator.
-    Extra keyword arguments SageAttention accepts (pv_accum_dtype, qk_quant_gran, ...) are ignored.
+    SageAttention's kernel-selection keywords (qk_quant_gran, pv_accum_dtype, smooth_v) are accepted
+    and ignored: sagejit picks its kernels from its tuning tables. Other keywords are a TypeError.
     """
     import torch
+
+    unknown = sorted(set(kwargs) - _IGNORED_SAGEATTENTION_KEYWORDS)
+    if unknown:
+        raise TypeError(f"sageattn() got unexpected keyword arguments: {', '.join(unknown)}")
 
     for tensor, name in ((q, "q"), (k, "k"), (v, "v")):
         check_tensor(tensor, name)

@@ -11,7 +11,8 @@ WorkspacePool::Lease WorkspacePool::acquire(Device& backend, int ordinal, Stream
   Slot* slot = nullptr;
   {
     std::lock_guard map_lock(slots_mutex_);
-    auto& entry = slots_[SlotKey{&backend, ordinal, stream}];
+    const std::thread::id thread = stream == per_thread_default_stream ? std::this_thread::get_id() : std::thread::id();
+    auto& entry = slots_[SlotKey{&backend, ordinal, stream, thread}];
     if (!entry) entry = std::make_unique<Slot>();
     slot = entry.get();  // slots are never erased, so the pointer stays valid
   }
@@ -46,7 +47,11 @@ void WorkspacePool::release_all() {
     if (slot->data == nullptr) continue;
     Device* backend = std::get<0>(key);
     const int ordinal = std::get<1>(key);
-    backend->synchronize(ordinal, std::get<2>(key));
+    const Stream stream = std::get<2>(key);
+    // Another thread's per-thread default stream cannot be named from here; the legacy default
+    // stream synchronizes with it (both are blocking streams), so wait on that one instead.
+    const bool foreign = stream == per_thread_default_stream && std::get<3>(key) != std::this_thread::get_id();
+    backend->synchronize(ordinal, foreign ? nullptr : stream);
     backend->free(ordinal, slot->data);
     slot->data = nullptr;
     slot->bytes = 0;

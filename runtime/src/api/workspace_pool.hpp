@@ -5,9 +5,11 @@
 // while a call is about to use it; work already enqueued on the stream is ordered before any later
 // use, and before freeing a buffer we wait for the stream.
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <tuple>
 
 #include "device/device.hpp"
@@ -41,11 +43,16 @@ class WorkspacePool {
     void* data = nullptr;
     std::size_t bytes = 0;
   };
-  using SlotKey = std::tuple<Device*, int, Stream>;
+  // The thread is part of the key only for the per-thread default stream (CU_STREAM_PER_THREAD /
+  // hipStreamPerThread, handle 0x2): one handle, but a different stream in every thread.
+  using SlotKey = std::tuple<Device*, int, Stream, std::thread::id>;
 
   mutable std::mutex slots_mutex_;  // guards the map itself, never held while waiting on a slot
   std::map<SlotKey, std::unique_ptr<Slot>> slots_;
 };
+
+// The per-thread default stream handle of both CUDA and HIP.
+inline const Stream per_thread_default_stream = reinterpret_cast<Stream>(std::uintptr_t{2});
 
 // The process-wide pool. Never destroyed: freeing device memory during static destruction, after
 // the GPU runtime may have shut down, would crash; the OS reclaims it at exit.

@@ -1,0 +1,172 @@
+"""GPU tests: sageattn against torch SDPA (fp32 reference) for HND/NHD, strided views of a packed qkv
+tensor, causal, GQA, return_lse against torch.logsumexp, another stream, and patch_sdpa's routing
+with counts. Skipped without a CUDA/ROCm device."""
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA/ROCm device")
+
+import torch.nn.functional as F  # noqa: E402
+
+import sagejit  # noqa: E402
+from sagejit import SagejitError, sageattn  # noqa: E402
+
+MIN_COS = 0.9992
+
+
+def cosine(a, b):
+    a, b = a.double().flatten(), b.double().flatten()
+    return (a @ b / (a.norm() * b.norm())).item()
+
+
+def to_hnd(t, layout):
+    return t if layout == "HND" else t.transpose(1, 2)
+
+
+def reference(q, k, v, layout="HND", causal=False, scale=None):
+    qh, kh, vh = (to_hnd(t, layout).float() for t in (q, k, v))
+    group = qh.shape[1] // kh.shape[1]
+    kh, vh = kh.repeat_interleave(group, dim=1), vh.repeat_interleave(group, dim=1)
+    out = F.scaled_dot_product_attention(qh, kh, vh, is_causal=causal, scale=scale)
+    return out if layout == "HND" else out.transpose(1, 2)
+
+
+def make(shape, dtype):
+    return torch.randn(shape, dtype=dtype, device="cuda")
+
+
+def shapes(layout, batch, heads, tokens, head_dim):
+    return (batch, heads, tokens, head_dim) if layout == "HND" else (batch, tokens, heads, head_dim)
+
+
+@pytest.mark.parametrize("layout", ["HND", "NHD"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_matches_sdpa(layout, dtype, head_dim):
+    q = make(shapes(layout, 2, 4, 333, head_dim), dtype)
+    k = make(shapes(layout, 2, 4, 517, head_dim), dtype)
+    v = make(shapes(layout, 2, 4, 517, head_dim), dtype)
+    out = sageattn(q, k, v, tensor_layout=layout)
+    assert out.shape == q.shape and out.dtype == dtype
+    assert cosine(out, reference(q, k, v, layout)) >= MIN_COS
+
+
+@pytest.mark.parametrize("layout", ["HND", "NHD"])
+def test_strided_views_of_a_packed_qkv(layout):
+    batch, tokens, heads, head_dim = 2, 300, 6, 128
+    qkv = make((batch, tokens, 3, heads, head_dim), torch.bfloat16)
+    q, k, v = (qkv[:, :, i] for i in range(3))  # NHD views, token stride 3*H*D
+    if layout == "HND":
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+    assert not q.is_contiguous()
+    out = sageattn(q, k, v, tensor_layout=layout)
+    assert cosine(out, reference(q, k, v, layout)) >= MIN_COS
+
+
+@pytest.mark.parametrize("seq_q,seq_kv", [(400, 400), (130, 700), (700, 130)])
+def test_causal(seq_q, seq_kv):
+    q = make((1, 4, seq_q, 128), torch.float16)
+    k, v = make((1, 4, seq_kv, 128), torch.float16), make((1, 4, seq_kv, 128), torch.float16)
+    out = sageattn(q, k, v, is_causal=True)
+    # Top-left alignment: query i sees keys 0..i, so every row sees at least key 0.
+    assert cosine(out, reference(q, k, v, causal=True)) >= MIN_COS
+
+
+@pytest.mark.parametrize("layout", ["HND", "NHD"])
+def test_gqa(layout):
+    q = make(shapes(layout, 2, 8, 256, 128), torch.bfloat16)
+    k = make(shapes(layout, 2, 2, 384, 128), torch.bfloat16)
+    v = make(shapes(layout, 2, 2, 384, 128), torch.bfloat16)
+    out = sageattn(q, k, v, tensor_layout=layout, is_causal=True)
+    assert cosine(out, reference(q, k, v, layout, causal=True)) >= MIN_COS
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("smooth_k", [True, False])
+def test_return_lse(causal, smooth_k):
+    q = make((2, 3, 200, 64), torch.bfloat16)
+    k = make((2, 3, 200, 64), torch.bfloat16)
+    k = k + 4.0 * torch.randn(1, 1, 1, 64, device="cuda", dtype=torch.bfloat16)  # channel offsets: smoothing matters
+    v = make((2, 3, 200, 64), torch.bfloat16)
+    scale = 0.7 / math.sqrt(64)
+    out, lse = sageattn(q, k, v, is_causal=causal, sm_scale=scale, return_lse=True, smooth_k=smooth_k)
+    assert lse.shape == (2, 3, 200) and lse.dtype == torch.float32
+    scores = q.float() @ k.float().transpose(-1, -2) * scale
+    if causal:
+        scores = scores.masked_fill(torch.ones(200, 200, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
+    expected = torch.logsumexp(scores, dim=-1)
+    assert (lse - expected).abs().max().item() < 0.05
+    assert cosine(out, reference(q, k, v, causal=causal, scale=scale)) >= MIN_COS
+
+
+def test_runs_on_the_current_stream():
+    q, k, v = (make((1, 4, 1000, 128), torch.bfloat16) for _ in range(3))
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        out = sageattn(q, k, v)
+        ref_out = out.clone()  # ordered after sageattn on the same stream
+    stream.synchronize()
+    assert cosine(ref_out, reference(q, k, v)) >= MIN_COS
+
+
+def test_errors_name_the_argument():
+    q = make((1, 2, 64, 96), torch.bfloat16)
+    with pytest.raises(SagejitError, match=r"\[64, 128\]") as error:
+        sageattn(q, q, q)
+    assert error.value.code == "unsupported"
+    wide = make((1, 2, 64, 256), torch.bfloat16)[..., ::2]
+    with pytest.raises(SagejitError, match=r"strides\[3\]"):
+        sageattn(wide, wide, wide)
+    f32 = make((1, 2, 64, 64), torch.float32)
+    assert not sagejit.supports(f32, f32, f32)
+    good = make((1, 2, 64, 64), torch.float16)
+    assert sagejit.supports(good, good, good)
+
+
+def test_patch_sdpa_routes_and_falls_back_with_counts():
+    sagejit.reset_sdpa_counters()
+    original = F.scaled_dot_product_attention
+    q, k, v = (make((2, 4, 256, 128), torch.bfloat16) for _ in range(3))
+    with sagejit.patch_sdpa():
+        routed = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        assert cosine(routed, reference(q, k, v, causal=True)) >= MIN_COS
+        kv2 = make((2, 2, 256, 128), torch.bfloat16)
+        gqa = F.scaled_dot_product_attention(q, kv2, kv2, enable_gqa=True)
+        assert cosine(gqa, reference(q, kv2, kv2)) >= MIN_COS
+        # Fallbacks: each must equal torch's own result.
+        mask = torch.rand(256, 256, device="cuda") > 0.5
+        mask.fill_diagonal_(True)
+        calls = [
+            dict(args=(q, k, v), kwargs=dict(attn_mask=mask)),
+            dict(args=(q, k, v), kwargs=dict(dropout_p=0.0, scale=0.05, attn_mask=mask[:1])),
+            dict(args=tuple(t.float() for t in (q, k, v)), kwargs={}),                     # fp32
+            dict(args=tuple(make((2, 4, 64, 80), torch.float16) for _ in range(3)), kwargs={}),  # head_dim 80 (VAE-like)
+            dict(args=tuple(t.cpu() for t in (q, k, v)), kwargs={}),                        # CPU
+            dict(args=tuple(t[0] for t in (q, k, v)), kwargs={}),                           # 3-D
+        ]
+        for call in calls:
+            got = F.scaled_dot_product_attention(*call["args"], **call["kwargs"])
+            want = original(*call["args"], **call["kwargs"])
+            assert torch.allclose(got, want, equal_nan=True)
+        qg = q.clone().requires_grad_(True)
+        F.scaled_dot_product_attention(qg, k, v).sum().backward()  # autograd -> torch, gradient works
+        assert qg.grad is not None
+        with pytest.raises(RuntimeError):  # heads differ without enable_gqa: torch's own error
+            F.scaled_dot_product_attention(q, kv2, kv2)
+        dropped = F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+        assert dropped.shape == q.shape
+    assert F.scaled_dot_product_attention is original
+    counters = sagejit.sdpa_counters()
+    assert counters["routed"] == 2
+    assert counters["fallback"] == 9
+    reasons = counters["fallback_reasons"]
+    assert reasons["attn_mask"] == 2
+    assert reasons["dtype"] == 1
+    assert reasons["head_dim"] == 1
+    assert reasons["not on a CUDA/ROCm device"] == 1
+    assert reasons["not 4-D"] == 1
+    assert reasons["autograd"] == 1
+    assert reasons["heads differ without enable_gqa"] == 1
+    assert reasons["dropout_p"] == 1

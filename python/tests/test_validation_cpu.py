@@ -1,0 +1,191 @@
+"""CPU tests: the C ABI through ctypes (no torch needed), and, when torch is importable, sageattn /
+supports / patch_sdpa on CPU tensors (rejected or routed to the original SDPA, never crashing)."""
+import ctypes
+import random
+
+import pytest
+
+import sagejit
+from sagejit import _library
+from sagejit._library import Options, SagejitError, Tensor
+
+
+def _lib_or_skip():
+    try:
+        return sagejit.library()
+    except SagejitError as error:
+        pytest.skip(f"libsagejit not found: {error}")
+
+
+def _tensor(index, dims, dtype=0):
+    t = Tensor()
+    t.data = index << 20  # fake, aligned, never dereferenced
+    t.dtype = dtype
+    t.device = 0
+    stride = 1
+    for i in reversed(range(4)):
+        t.shape[i] = dims[i]
+        t.strides[i] = stride
+        stride *= dims[i]
+    return t
+
+
+def _valid_call():
+    batch, heads_kv, group = random.randint(1, 3), random.randint(1, 4), random.randint(1, 3)
+    seq_q, seq_kv, head_dim = random.randint(1, 300), random.randint(1, 300), random.choice([64, 128])
+    dtype = random.choice([0, 1])
+    q = _tensor(1, (batch, heads_kv * group, seq_q, head_dim), dtype)
+    k = _tensor(2, (batch, heads_kv, seq_kv, head_dim), dtype)
+    v = _tensor(3, (batch, heads_kv, seq_kv, head_dim), dtype)
+    out = _tensor(4, (batch, heads_kv * group, seq_q, head_dim), dtype)
+    return q, k, v, out, _lib_or_skip().sagejit_default_options()
+
+
+def _attention(q, k, v, out, options):
+    lib = _lib_or_skip()
+    return lib.sagejit_attention(ctypes.byref(q), ctypes.byref(k), ctypes.byref(v), ctypes.byref(out),
+                                 ctypes.byref(options), None)
+
+
+def _null_q(c):
+    c[0].data = None
+
+
+def _fp32(c):
+    for t in c[:4]:
+        t.dtype = 2
+
+
+def _dtype_mismatch(c):
+    c[2].dtype = 1 - c[0].dtype
+
+
+def _head_dim(c):
+    for t in c[:4]:
+        t.shape[3] = 80
+
+
+def _stride(c):
+    c[1].strides[3] = 2
+
+
+def _batch(c):
+    c[1].shape[0] += 1
+
+
+def _out_shape(c):
+    c[3].shape[2] += 1
+
+
+def _gqa(c):
+    c[0].shape[1] = c[3].shape[1] = 5
+    c[1].shape[1] = c[2].shape[1] = 2
+
+
+def _device(c):
+    c[2].device = 1
+
+
+def _zero(c):
+    c[0].shape[2] = 0
+
+
+def _layout(c):
+    c[4].layout = 9
+
+
+def _scale(c):
+    c[4].has_sm_scale = 1
+    c[4].sm_scale = -1.0
+
+
+CASES = [
+    (_null_q, 1, "q.data is null"),
+    (_fp32, 2, "[bf16, fp16]"),
+    (_dtype_mismatch, 1, "v.dtype"),
+    (_head_dim, 2, "[64, 128]"),
+    (_stride, 1, "k.strides[3]"),
+    (_batch, 1, "batch of q"),
+    (_out_shape, 1, "out.shape"),
+    (_gqa, 1, "Hq % Hk"),
+    (_device, 1, "v.device is 1"),
+    (_zero, 1, ">= 1"),
+    (_layout, 1, "options.layout 9"),
+    (_scale, 1, "options.sm_scale"),
+]
+
+
+@pytest.mark.parametrize("breaks,status,part", CASES, ids=[c[0].__name__ for c in CASES])
+def test_c_abi_validation(breaks, status, part):
+    call = list(_valid_call())
+    breaks(call)
+    assert _attention(*call) == status
+    message = _library.last_error()
+    assert part in message
+    supported = ctypes.c_int(-1)
+    lib = _lib_or_skip()
+    assert lib.sagejit_supports(*(ctypes.byref(x) for x in call), ctypes.byref(supported)) == 0
+    assert supported.value == 0
+    assert _library.last_error() == message
+
+
+def test_version_and_status_names():
+    lib = _lib_or_skip()
+    assert sagejit.version().count(".") == 2
+    assert lib.sagejit_status_string(2) == b"unsupported"
+
+
+
+
+def _torch_or_skip():
+    return pytest.importorskip("torch")
+
+
+def test_sageattn_rejects_cpu_and_non_4d_tensors():
+    torch = _torch_or_skip()
+    q = torch.randn(1, 2, 16, 64, dtype=torch.bfloat16)
+    with pytest.raises(SagejitError, match="q is on cpu"):
+        sagejit.sageattn(q, q, q)
+    with pytest.raises(SagejitError, match="3 dimensions"):
+        sagejit.sageattn(q[0], q[0], q[0])
+    with pytest.raises(SagejitError, match="not a torch.Tensor"):
+        sagejit.sageattn(q, [1], q)
+    support = sagejit.supports(q, q, q)
+    assert not support and "cpu" in support.reason
+
+
+def test_patch_sdpa_routes_cpu_calls_to_the_original_with_counts():
+    torch = _torch_or_skip()
+    import torch.nn.functional as F
+
+    original = F.scaled_dot_product_attention
+    sagejit.reset_sdpa_counters()
+    q, k, v = (torch.randn(2, 3, 17, 64) for _ in range(3))
+    expected = original(q, k, v)
+    with sagejit.patch_sdpa():
+        assert F.scaled_dot_product_attention is not original
+        got = F.scaled_dot_product_attention(q, k, v)
+        mask = torch.ones(17, 17, dtype=torch.bool)
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert F.scaled_dot_product_attention is original
+    assert torch.equal(got, expected)
+    counters = sagejit.sdpa_counters()
+    assert counters["routed"] == 0
+    assert counters["fallback"] == 2
+    assert counters["fallback_reasons"] == {"attn_mask": 1, "not on a CUDA/ROCm device": 1}
+
+
+def test_patch_sdpa_global_switch():
+    _torch_or_skip()
+    import torch.nn.functional as F
+
+    original = F.scaled_dot_product_attention
+    sagejit.patch_sdpa()
+    try:
+        assert sagejit.is_sdpa_patched()
+        with sagejit.patch_sdpa():  # nested: leaving it keeps the global patch
+            pass
+        assert sagejit.is_sdpa_patched()
+    finally:
+        sagejit.unpatch_sdpa()
+    assert F.scaled_dot_product_attention is original
