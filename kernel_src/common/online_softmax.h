@@ -29,7 +29,7 @@ SJ_HOST_DEVICE float sj_log2(float x) {
 #endif
 }
 
-SJ_HOST_DEVICE float sj_neg_inf() { return -__builtin_huge_valf(); }
+SJ_HOST_DEVICE float sj_neg_inf() { return sj_bit_cast<float>(0xff800000u); }  // NVRTC has no __builtin_huge_valf
 
 // Step 1: dequantised score in the log2 domain (sm_scale*log2e is folded into q's scale).
 SJ_HOST_DEVICE float sj_score(int dot, float q_scale, float k_scale) { return (float)dot * (q_scale * k_scale); }

@@ -28,6 +28,7 @@ struct SjPrepareParams {
   float* k_scale;        // [B, Hk, Nk_pad / 32]
   float* k_mean;         // [B, Hk, D]
   double* k_mean_partial;  // [B, Hk, ceil(Nk / 64), D] scratch for the fixed-order fp64 mean
+  float* v_amax_partial;   // [B, Hk, ceil(Nk / 64), D] scratch: per-chunk max |v| (fp8 PV only)
   void* v_quant;         // fp8 PV: uint8 e4m3 [B, Hk, D, Nk_pad]; fp16 PV: fp16 [B, Hk, D, Nk_pad]
   float* v_scale;        // [B, Hk, D]
   float* lse_delta;      // [B, Hq, Nq] or null

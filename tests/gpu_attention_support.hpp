@@ -1,0 +1,204 @@
+#pragma once
+// Shared by test_gpu_prepare.cpp and test_gpu_attention.cpp: find a GPU (or say why not), run one
+// attention call through kernels/attention_runner with host tensors, with every output buffer
+// poisoned and followed by a guard region, and hand back what the device wrote.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "device/device.hpp"
+#include "kernels/attention_runner.hpp"
+#include "numerics/emulator.hpp"
+#include "numerics/host_tensor.hpp"
+#include "numerics/random_fill.hpp"
+
+namespace sagejit::test {
+
+struct Gpu {
+  Device* device = nullptr;
+  int ordinal = 0;
+  std::string target;
+};
+
+// The first GPU of the default backend, or nullopt with the reason in `why`.
+inline std::optional<Gpu> find_gpu(std::string& why) {
+  try {
+    Device& device = default_device();
+    if (device.device_count() < 1) {
+      why = "no GPU device";
+      return std::nullopt;
+    }
+    return Gpu{&device, 0, device.info(0).target};
+  } catch (const std::exception& error) {
+    why = error.what();
+    return std::nullopt;
+  }
+}
+
+// Device memory owned for one test.
+class DeviceBuffer {
+ public:
+  DeviceBuffer(const Gpu& gpu, std::size_t bytes) : gpu_(gpu), bytes_(bytes) {
+    pointer_ = gpu.device->allocate(gpu.ordinal, bytes == 0 ? 1 : bytes);
+  }
+  ~DeviceBuffer() { gpu_.device->free(gpu_.ordinal, pointer_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return pointer_; }
+  void upload(const void* host, std::size_t bytes) { gpu_.device->copy_to_device(gpu_.ordinal, pointer_, host, bytes); }
+  void download(void* host, std::size_t bytes) const { gpu_.device->copy_to_host(gpu_.ordinal, host, pointer_, bytes); }
+
+ private:
+  Gpu gpu_;
+  std::size_t bytes_;
+  void* pointer_ = nullptr;
+};
+
+enum class Fill { normal, channel_offsets, equal_rows };
+
+struct Case {
+  DType dtype = DType::bf16;
+  std::int64_t batch = 1, heads_q = 2, heads_kv = 2, seq_q = 256, seq_kv = 256, head_dim = 128;
+  Layout layout = Layout::HND;
+  numerics::StridePadding padding{};  // applied to q, k, v and out
+  bool causal = false, smooth_k = true, lse = false;
+  Fill fill = Fill::normal;
+  TileConfig attention{{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 64}, {"stages", 2}, {"pv_fp16", 0}};
+  TileConfig prepare{{"threads", 256}};
+  std::uint64_t seed = 1;
+
+  bool pv_fp16() const { return attention.at("pv_fp16") != 0; }
+  std::string describe() const {
+    return fmt::format("{} B{} Hq{} Hk{} Nq{} Nk{} D{} {} causal={} smooth={} lse={} cfg={}", to_string(dtype), batch,
+                       heads_q, heads_kv, seq_q, seq_kv, head_dim, to_string(layout), causal, smooth_k, lse,
+                       config_id(attention));
+  }
+  numerics::EmulatorOptions emulator_options() const {
+    numerics::EmulatorOptions options;
+    options.causal = causal;
+    options.smooth_k = smooth_k;
+    options.return_lse = lse;
+    options.block_n = attention.at("block_n");
+    options.pv_fp16 = pv_fp16();
+    return options;
+  }
+};
+
+constexpr std::size_t guard_elements = 4096;  // poisoned elements after the output and the LSE
+constexpr std::uint32_t lse_poison = 0x7fc00bad;  // a NaN with a recognisable payload
+
+struct CaseResult {
+  numerics::HostTensor q, k, v, out;
+  std::vector<float> lse;              // [B, Hq, Nq] when requested
+  std::vector<std::uint8_t> workspace;  // the whole workspace after the call
+  WorkspaceLayout layout;
+  bool out_guard_intact = true, lse_guard_intact = true, out_padding_intact = true;
+};
+
+inline void fill(numerics::HostTensor& tensor, Fill kind, std::mt19937_64& rng) {
+  switch (kind) {
+    case Fill::normal: numerics::fill_normal(tensor, rng); break;
+    case Fill::channel_offsets: numerics::fill_channel_offsets(tensor, rng, 8.0); break;
+    case Fill::equal_rows: numerics::fill_equal_rows(tensor, rng); break;
+  }
+}
+
+inline RowStrides row_strides(const numerics::HostTensor& tensor) {
+  const auto& s = tensor.host_view().strides;
+  return {s[0], s[1], s[2]};
+}
+
+// Runs the case on the GPU. K gets `fill`; Q and V are normal.
+inline CaseResult run_case(const Gpu& gpu, const Case& c) {
+  std::mt19937_64 rng(c.seed);
+  const numerics::Dims q_dims{c.batch, c.heads_q, c.seq_q, c.head_dim};
+  const numerics::Dims kv_dims{c.batch, c.heads_kv, c.seq_kv, c.head_dim};
+  CaseResult r{numerics::HostTensor(q_dims, c.dtype, c.layout, c.padding),
+               numerics::HostTensor(kv_dims, c.dtype, c.layout, c.padding),
+               numerics::HostTensor(kv_dims, c.dtype, c.layout, c.padding),
+               numerics::HostTensor(q_dims, c.dtype, c.layout, c.padding), {}, {}, {}};
+  fill(r.q, Fill::normal, rng);
+  fill(r.k, c.fill, rng);
+  fill(r.v, Fill::normal, rng);
+
+  const auto bytes = [](const numerics::HostTensor& t) { return t.storage().size() * sizeof(std::uint16_t); };
+  DeviceBuffer q(gpu, bytes(r.q)), k(gpu, bytes(r.k)), v(gpu, bytes(r.v));
+  q.upload(r.q.storage().data(), bytes(r.q));
+  k.upload(r.k.storage().data(), bytes(r.k));
+  v.upload(r.v.storage().data(), bytes(r.v));
+
+  // Output storage (padding included, poisoned by HostTensor) plus a poisoned guard region.
+  std::vector<std::uint16_t> out_host(r.out.storage());
+  out_host.resize(out_host.size() + guard_elements, numerics::HostTensor::poison_bits(c.dtype));
+  DeviceBuffer out(gpu, out_host.size() * 2);
+  out.upload(out_host.data(), out_host.size() * 2);
+
+  const std::size_t lse_count = static_cast<std::size_t>(c.batch * c.heads_q * c.seq_q);
+  std::vector<std::uint32_t> lse_host(lse_count + guard_elements, lse_poison);
+  DeviceBuffer lse(gpu, lse_host.size() * 4);
+  lse.upload(lse_host.data(), lse_host.size() * 4);
+
+  AttentionCall call;
+  call.batch = c.batch;
+  call.heads_q = c.heads_q;
+  call.heads_kv = c.heads_kv;
+  call.seq_q = c.seq_q;
+  call.seq_kv = c.seq_kv;
+  call.head_dim = c.head_dim;
+  call.dtype = c.dtype;
+  call.q = q.get();
+  call.k = k.get();
+  call.v = v.get();
+  call.out = out.get();
+  call.q_strides = row_strides(r.q);
+  call.k_strides = row_strides(r.k);
+  call.v_strides = row_strides(r.v);
+  call.out_strides = row_strides(r.out);
+  call.causal = c.causal;
+  call.sm_scale = numerics::default_sm_scale(c.head_dim);
+  call.smooth_k = c.smooth_k;
+  call.lse = c.lse ? static_cast<float*>(lse.get()) : nullptr;
+  call.attention_config = c.attention;
+  call.prepare_config = c.prepare;
+
+  r.layout = workspace_layout(workspace_shape(call, c.pv_fp16()));
+  std::vector<std::uint8_t> poison(r.layout.total_bytes, 0xA5);  // unwritten workspace shows up as 0xA5
+  DeviceBuffer workspace(gpu, r.layout.total_bytes);
+  workspace.upload(poison.data(), poison.size());
+
+  run_attention(*gpu.device, gpu.ordinal, call, workspace.get(), nullptr);
+  gpu.device->synchronize(gpu.ordinal, nullptr);
+
+  out.download(out_host.data(), out_host.size() * 2);
+  const std::size_t out_elements = r.out.storage().size();
+  for (std::size_t i = 0; i < out_elements; ++i) {
+    if (r.out.is_padding(i) && out_host[i] != numerics::HostTensor::poison_bits(c.dtype)) r.out_padding_intact = false;
+    r.out.storage()[i] = out_host[i];
+  }
+  for (std::size_t i = out_elements; i < out_host.size(); ++i)
+    if (out_host[i] != numerics::HostTensor::poison_bits(c.dtype)) r.out_guard_intact = false;
+
+  lse.download(lse_host.data(), lse_host.size() * 4);
+  for (std::size_t i = lse_count; i < lse_host.size(); ++i)
+    if (lse_host[i] != lse_poison) r.lse_guard_intact = false;
+  if (c.lse) {
+    r.lse.resize(lse_count);
+    std::memcpy(r.lse.data(), lse_host.data(), lse_count * 4);
+  } else {
+    for (std::size_t i = 0; i < lse_count; ++i)
+      if (lse_host[i] != lse_poison) r.lse_guard_intact = false;  // no LSE requested: nothing written
+  }
+
+  r.workspace.resize(r.layout.total_bytes);
+  workspace.download(r.workspace.data(), r.workspace.size());
+  return r;
+}
+
+}  // namespace sagejit::test
