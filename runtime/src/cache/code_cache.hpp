@@ -1,0 +1,150 @@
+#pragma once
+// The content-keyed code-object cache (DESIGN.md section 7): memory, then the read-only system
+// directory, then the user directory, then compile. One compile per key across threads (a per-key
+// slot mutex) and across processes (a per-key flock, re-checked after acquiring). Entries are
+// published atomically and validated on every read; a bad one is logged, removed and rebuilt.
+// Anything wrong with the directories degrades to memory-only with one warning, never an error.
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cache/cache_entry.hpp"
+#include "cache/cache_key.hpp"
+
+namespace sagejit {
+
+enum class CacheHit { memory, system, user, compiled };
+std::string_view to_string(CacheHit hit) noexcept;
+
+using CodeObject = std::shared_ptr<const std::vector<std::byte>>;
+
+inline constexpr std::uint64_t default_cache_max_bytes = std::uint64_t{1} << 30;
+
+// "1073741824", "512K", "300M", "2G", "1T" (binary units, optional trailing "B"/"iB"); "0" = no cap.
+// Throws Error(invalid_argument) naming `what` and the accepted forms.
+std::uint64_t parse_byte_size(std::string_view text, std::string_view what);
+
+struct CodeCacheSettings {
+  std::optional<std::filesystem::path> user_dir;    // nullopt: memory-only
+  std::optional<std::filesystem::path> system_dir;  // nullopt: none
+  std::uint64_t max_bytes = default_cache_max_bytes;  // user-dir cap; 0 = unlimited
+  // Tests only: runs after half of an entry is written to its temp file (to kill a writer mid-publish).
+  std::function<void()> publish_midway;
+
+  // From SAGEJIT_CACHE_DIR / XDG_CACHE_HOME / HOME, SAGEJIT_SYSTEM_CACHE_DIR, SAGEJIT_CACHE_MAX_SIZE
+  // and SAGEJIT_DISABLE_CACHE (which leaves both dirs unset).
+  static CodeCacheSettings from_environment();
+};
+
+struct CacheLookup {
+  CodeObject code;
+  CacheHit hit = CacheHit::compiled;
+  double ms = 0;  // time spent in get_or_compile, compile included
+};
+
+struct CacheEntryInfo {
+  std::filesystem::path path;
+  bool system = false;  // in the read-only system dir
+  std::uint64_t size = 0;
+  std::int64_t mtime_unix = 0;
+  bool valid = false;
+  std::string problem;  // why not valid
+  EntryLabel label;     // from the entry's metadata when valid
+};
+
+struct CacheStats {
+  bool disk_enabled = false;
+  std::optional<std::filesystem::path> user_dir;
+  std::string user_dir_problem;  // empty when the user dir is in use
+  std::optional<std::filesystem::path> system_dir;
+  std::string system_dir_problem;  // empty when the system dir is searched
+  std::size_t user_entries = 0;
+  std::uint64_t user_bytes = 0;
+  std::size_t system_entries = 0;
+  std::uint64_t system_bytes = 0;
+  std::size_t temp_files = 0;  // left by writers that died mid-publish (removed by prune/verify --fix)
+  std::uint64_t max_bytes = 0;
+  std::size_t memory_entries = 0;
+};
+
+struct VerifyReport {
+  std::size_t checked = 0;
+  std::vector<CacheEntryInfo> bad;  // invalid entries (user and system)
+  std::size_t removed = 0;          // with fix: bad user entries and stale temp files removed
+};
+
+struct PruneReport {
+  std::size_t removed = 0;
+  std::uint64_t freed_bytes = 0;
+  std::uint64_t remaining_bytes = 0;
+  std::size_t temp_removed = 0;
+};
+
+class CodeCache {
+ public:
+  explicit CodeCache(CodeCacheSettings settings);
+  CodeCache(const CodeCache&) = delete;
+  CodeCache& operator=(const CodeCache&) = delete;
+
+  // Returns the code object of `key`, running `compile` only when no valid copy exists anywhere; of
+  // the threads and processes asking for one key at once, one compiles and the others wait for it.
+  // `label` names the entry (kernel, config, target, compiler). Exceptions from `compile` propagate
+  // and leave nothing cached, so the next call tries again.
+  CacheLookup get_or_compile(const CacheKey& key, const EntryLabel& label,
+                             const std::function<std::vector<std::byte>()>& compile);
+
+  // Forgets `key` in memory and removes its user-dir entry: for a code object the runtime rejected.
+  void evict(const CacheKey& key, const EntryLabel& label);
+
+  // For the sagejit-cache tool.
+  CacheStats stat() const;
+  std::vector<CacheEntryInfo> list() const;  // user then system entries, newest first
+  VerifyReport verify(bool fix);
+  PruneReport prune(std::uint64_t max_bytes);  // LRU by mtime (a hit touches its entry); 0 = remove all
+  std::size_t clear();                         // removes every user-dir entry, temp and lock file
+
+  // The user dir when it is in use (created, trusted, writable), else nullopt (memory-only).
+  std::optional<std::filesystem::path> active_user_dir() const;
+  const CodeCacheSettings& settings() const { return settings_; }
+
+ private:
+  struct Slot {
+    std::mutex mutex;
+    CodeObject code;
+  };
+  std::shared_ptr<Slot> slot_for(const CacheKey& key);
+  std::optional<std::filesystem::path> user_dir() const;  // prepares it on first use
+  std::optional<std::filesystem::path> system_dir() const;
+  void go_memory_only(const std::string& reason) const;
+  CodeObject read_entry(const std::filesystem::path& path, const CacheKey& key, bool system, bool remove_bad) const;
+  void publish(const std::filesystem::path& dir, const CacheKey& key, const EntryLabel& label,
+               const std::vector<std::byte>& code);
+  PruneReport prune_dir(const std::filesystem::path& dir, std::uint64_t max_bytes) const;
+
+  CodeCacheSettings settings_;
+  mutable std::mutex slots_mutex_;
+  std::unordered_map<CacheKey, std::shared_ptr<Slot>, CacheKeyHash> slots_;
+
+  mutable std::once_flag user_dir_once_;
+  mutable std::mutex problem_mutex_;       // guards user_dir_problem_
+  mutable std::string user_dir_problem_;   // why the user dir is not in use
+  mutable std::atomic<bool> user_dir_usable_{false};
+  mutable std::atomic<bool> memory_only_warned_{false};
+  mutable std::once_flag system_dir_once_;
+  mutable std::string system_dir_problem_;
+};
+
+// The process-wide cache, configured from the environment on first call.
+CodeCache& code_cache();
+
+}  // namespace sagejit

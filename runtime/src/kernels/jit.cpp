@@ -1,0 +1,202 @@
+#include "kernels/jit.hpp"
+
+#include <chrono>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "core/env.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "kernels/compile_dump.hpp"
+
+namespace sagejit {
+namespace {
+
+double elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
+// Loaded modules, once per (device, ordinal, cache key). A front map from the call's inputs lets a
+// repeated call skip rendering and hashing.
+class ModuleTable {
+ public:
+  static ModuleTable& instance() {
+    static ModuleTable table;
+    return table;
+  }
+
+  LoadedKernel* find_fast(const std::string& call_key) {
+    std::shared_lock lock(fast_mutex_);
+    const auto it = fast_.find(call_key);
+    return it == fast_.end() ? nullptr : it->second;
+  }
+  void remember_fast(const std::string& call_key, LoadedKernel* kernel) {
+    std::unique_lock lock(fast_mutex_);
+    fast_.emplace(call_key, kernel);
+  }
+
+  struct Slot {
+    std::mutex mutex;
+    std::unique_ptr<LoadedKernel> kernel;
+  };
+  std::shared_ptr<Slot> slot(const Device& device, int ordinal, const CacheKey& key) {
+    std::lock_guard lock(slots_mutex_);
+    auto& slot = slots_[fmt::format("{}|{}|{}", static_cast<const void*>(&device), ordinal, key.hex())];
+    if (!slot) slot = std::make_shared<Slot>();
+    return slot;
+  }
+
+ private:
+  std::shared_mutex fast_mutex_;
+  std::unordered_map<std::string, LoadedKernel*> fast_;
+  std::mutex slots_mutex_;
+  std::unordered_map<std::string, std::shared_ptr<Slot>> slots_;
+};
+
+// Everything that decides which module a call gets, without rendering. The environment is read
+// once per process for this purpose: changing SAGEJIT_* or compiler env vars mid-run does not
+// reload kernels already loaded.
+std::string call_key(const Device& device, int ordinal, const KernelDesc& desc, const TileConfig& config,
+                     const Specialization& spec, const Compiler& compiler, const CodeCache& cache) {
+  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|", static_cast<const void*>(&device), ordinal,
+                                static_cast<const void*>(&desc), static_cast<const void*>(&compiler),
+                                static_cast<const void*>(&cache), spec.dtype);
+  key += fmt::format("{}|{}|{}|{}|{}|", spec.head_dim, spec.causal, spec.write_lse, spec.smooth_k, spec.pv_fp16);
+  for (const auto& [name, value] : config) key += fmt::format("{}={},", name, value);
+  return key;
+}
+
+std::vector<std::byte> compile_and_dump(const KernelBuild& build, const Compiler& compiler) {
+  CompileRequest request;
+  request.name = build.rendered.name;
+  request.source = build.rendered.source;
+  request.target = build.rendered.target;
+  request.options = build.rendered.options;
+  CompileDump dump{&request, build.key, compiler.identity(), compiler.kind(), {}, nullptr, {}};
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    CompileResult result = compiler.compile(request);
+    log::info("{}: compiled by {} in {:.1f} ms ({} bytes)", request.name, dump.compiler_identity,
+              elapsed_ms(start), result.code.size());
+    if (!result.log.empty()) log::debug("{}: compiler log:\n{}", request.name, result.log);
+    dump.effective_options = result.effective_options;
+    dump.code = &result.code;
+    dump.log = result.log;
+    dump_compile_if_requested(dump);
+    return std::move(result.code);
+  } catch (const Error& error) {
+    dump.effective_options = request.options;
+    for (auto& option : compiler.base_options(request.target)) dump.effective_options.push_back(std::move(option));
+    dump.log = error.what();
+    dump_compile_if_requested(dump);
+    throw;
+  }
+}
+
+std::unique_ptr<LoadedKernel> load_on_device(Device& device, int ordinal, const KernelBuild& build,
+                                             const Compiler& compiler, CodeCache& cache) {
+  const auto start = std::chrono::steady_clock::now();
+  CacheLookup lookup = build_code_object(cache, build, compiler);
+  std::unique_ptr<LoadedModule> module;
+  try {
+    module = device.load_module(ordinal, *lookup.code);
+  } catch (const Error& error) {
+    if (lookup.hit == CacheHit::compiled) throw;
+    // A cached code object the runtime rejects (e.g. a driver older than the compiler that built
+    // it): drop it and compile afresh once; if that one fails to load too, the error is real.
+    log::warn("{}: the runtime rejected the cached code object ({}); compiling it again", build.rendered.name,
+              error.what());
+    cache.evict(build.key, build.label);
+    lookup = build_code_object(cache, build, compiler);
+    module = device.load_module(ordinal, *lookup.code);
+  }
+  auto kernel = std::make_unique<LoadedKernel>();
+  kernel->name = build.rendered.name;
+  kernel->config = build.label.config;
+  kernel->key = build.key;
+  kernel->entries = build.rendered.entries;
+  for (const auto& entry : kernel->entries) kernel->functions.push_back(module->function(entry));
+  kernel->module = std::move(module);
+  kernel->hit = lookup.hit;
+  kernel->load_ms = elapsed_ms(start);
+  log::info("{}: config {}: {} ({:.2f} ms, cache lookup {:.2f} ms) key {}", kernel->name, kernel->config,
+            lookup.hit == CacheHit::compiled ? "compiled" : fmt::format("{} cache hit", to_string(lookup.hit)),
+            kernel->load_ms, lookup.ms, build.key.hex());
+  return kernel;
+}
+
+}  // namespace
+
+void* LoadedKernel::function(std::string_view entry) const {
+  for (std::size_t i = 0; i < entries.size(); ++i)
+    if (entries[i] == entry) return functions[i];
+  std::string known;
+  for (const auto& name : entries) known += (known.empty() ? "" : ", ") + name;
+  fail(ErrorCode::internal, "kernel {} has no entry \"{}\" (entries: {})", name, entry, known);
+}
+
+CompilerKind compiler_kind_for(Vendor vendor) {
+  const auto requested = env::get("SAGEJIT_COMPILER");
+  if (vendor == Vendor::nvidia) {
+    if (requested && *requested != "nvrtc")
+      fail(ErrorCode::unsupported, "SAGEJIT_COMPILER={} cannot build for NVIDIA GPUs; accepted there: nvrtc",
+           *requested);
+    return CompilerKind::nvrtc;
+  }
+  if (!requested || *requested == "hiprtc") return CompilerKind::hiprtc;
+  if (*requested == "clang") return CompilerKind::clang;
+  fail(ErrorCode::unsupported, "SAGEJIT_COMPILER={} cannot build for AMD GPUs; accepted there: hiprtc, clang",
+       *requested);
+}
+
+CacheKey rendered_cache_key(const RenderedKernel& rendered, const Compiler& compiler) {
+  CacheKeyInputs inputs;
+  inputs.source = rendered.source;
+  inputs.options = rendered.options;
+  for (auto& option : compiler.base_options(rendered.target)) inputs.options.push_back(std::move(option));
+  inputs.options = normalise_options(inputs.options);
+  inputs.target = rendered.target;
+  inputs.compiler_identity = compiler.identity();
+  for (const auto& name : compiler.option_env_vars()) inputs.environment.emplace_back(name, env::get(name.c_str()));
+  return make_cache_key(inputs);
+}
+
+KernelBuild plan_build(const KernelDesc& desc, const TileConfig& config, const Specialization& spec,
+                       const std::string& target, const Compiler& compiler) {
+  KernelBuild build;
+  build.rendered = render_kernel(desc, config, spec, target);
+  build.key = rendered_cache_key(build.rendered, compiler);
+  build.label.kernel = desc.name;
+  build.label.config = config_id(config);
+  build.label.target = build.rendered.target;
+  build.label.compiler = compiler.identity();
+  return build;
+}
+
+CacheLookup build_code_object(CodeCache& cache, const KernelBuild& build, const Compiler& compiler) {
+  return cache.get_or_compile(build.key, build.label, [&] { return compile_and_dump(build, compiler); });
+}
+
+LoadedKernel& load_kernel(Device& device, int ordinal, const KernelDesc& desc, const TileConfig& config,
+                          const Specialization& spec) {
+  return load_kernel(device, ordinal, desc, config, spec, compiler(compiler_kind_for(device.vendor())), code_cache());
+}
+
+LoadedKernel& load_kernel(Device& device, int ordinal, const KernelDesc& desc, const TileConfig& config,
+                          const Specialization& spec, const Compiler& compiler, CodeCache& cache) {
+  auto& table = ModuleTable::instance();
+  const std::string fast_key = call_key(device, ordinal, desc, config, spec, compiler, cache);
+  if (LoadedKernel* kernel = table.find_fast(fast_key)) return *kernel;
+
+  const DeviceInfo info = device.info(ordinal);
+  const KernelBuild build = plan_build(desc, config, spec, info.full_target.empty() ? info.target : info.full_target,
+                                       compiler);
+  const auto slot = table.slot(device, ordinal, build.key);
+  std::lock_guard lock(slot->mutex);  // concurrent first calls: one loads, the others wait
+  if (!slot->kernel) slot->kernel = load_on_device(device, ordinal, build, compiler, cache);
+  table.remember_fast(fast_key, slot->kernel.get());
+  return *slot->kernel;
+}
+
+}  // namespace sagejit

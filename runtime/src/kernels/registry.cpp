@@ -1,0 +1,56 @@
+#include "kernels/registry.hpp"
+
+#include "core/error.hpp"
+
+namespace sagejit {
+
+// Kernel helpers: declare your descriptor here (defined in kernels/<name>_desc.cpp) ...
+//   extern const KernelDesc prepare_kernel;
+//   extern const KernelDesc attention_sm80_kernel;
+//   extern const KernelDesc attention_gfx12_kernel;
+extern const KernelDesc attention_gfx12_kernel;  // attention_gfx12_desc.cpp (RDNA4 WMMA)
+extern const KernelDesc prepare_kernel;         // prepare_desc.cpp (both vendors)
+extern const KernelDesc attention_sm80_kernel;  // attention_sm80_desc.cpp (NVIDIA mma.sync)
+extern const KernelDesc probe_gfx12_kernel;  // matrix-layout probes of sagejit-selftest (probe_desc.cpp)
+extern const KernelDesc probe_sm80_kernel;
+
+const std::vector<const KernelDesc*>& all_kernels() {
+  static const std::vector<const KernelDesc*> kernels{
+      // ... and add it to this list.
+      &jit_probe_kernel,
+      &attention_gfx12_kernel,
+      &prepare_kernel,
+      &attention_sm80_kernel,
+      &probe_gfx12_kernel,
+      &probe_sm80_kernel,
+  };
+  return kernels;
+}
+
+const KernelDesc& find_kernel(std::string_view family, const std::string& target) {
+  const std::string arch = target.substr(0, target.find(':'));
+  std::string families;
+  std::string targets_note;
+  bool family_known = false;
+  for (const KernelDesc* desc : all_kernels()) {
+    if (families.find(desc->family) == std::string::npos) families += (families.empty() ? "" : ", ") + desc->family;
+    if (desc->family != family) continue;
+    family_known = true;
+    if (desc->supports_target == nullptr || desc->supports_target(arch)) return *desc;
+    targets_note += (targets_note.empty() ? "" : ", ") + desc->name;
+  }
+  if (!family_known) fail(ErrorCode::invalid_argument, "kernel family \"{}\" is not one of [{}]", family, families);
+  fail(ErrorCode::unsupported, "no {} kernel supports target {} (kernels of this family: {})", family, arch,
+       targets_note);
+}
+
+const KernelDesc& kernel_by_name(std::string_view name) {
+  std::string names;
+  for (const KernelDesc* desc : all_kernels()) {
+    if (desc->name == name) return *desc;
+    names += (names.empty() ? "" : ", ") + desc->name;
+  }
+  fail(ErrorCode::invalid_argument, "kernel \"{}\" is not one of [{}]", name, names);
+}
+
+}  // namespace sagejit
