@@ -26,7 +26,8 @@ TileConfig config_of(const Json& config) {
   return out;
 }
 
-// Duplicate rule: measured beats unmeasured, then lower time, then smaller config id; the full text
+// Duplicate rule: measured beats unmeasured, then lower time, then the smaller config (TileConfig order:
+// parameter by parameter in name order, numerically); the full text
 // breaks remaining ties so the winner never depends on the order entries arrive in.
 auto entry_rank(const Json& entry) {
   const Json& measured = entry.at("measured");
@@ -34,12 +35,12 @@ auto entry_rank(const Json& entry) {
   const double time = is_measured ? measured.at("time_us").get<double>() : 0.0;
   Json without_candidates = entry;
   without_candidates.erase("candidates");
-  return std::tuple(!is_measured, time, tile_config_text(config_of(entry.at("config"))), without_candidates.dump());
+  return std::tuple(!is_measured, time, config_of(entry.at("config")), without_candidates.dump());
 }
 
 auto candidate_rank(const Json& candidate) {
   const Json& time = candidate.at("time_us");
-  return std::tuple(tile_config_text(config_of(candidate.at("config"))), time.is_null(),
+  return std::tuple(config_of(candidate.at("config")), time.is_null(),
                     time.is_null() ? 0.0 : time.get<double>(), candidate.dump());
 }
 

@@ -9,7 +9,8 @@ namespace sagejit {
 
 // Merges `new_entries` ({"attention": [entry, ...], ...}: kernel family -> entries of schema 1) into
 // `table` (a schema-1 table with "kernels"). Entries with an identical problem collapse into one: the
-// winner is the measured one, then the lower time_us, then the smaller config id; the candidates of
+// winner is the measured one, then the lower time_us, then the smaller config (compared
+// parameter by parameter in name order, numerically); the candidates of
 // both are kept (distinct ones, sorted). Entries are sorted by problem. The result is validated.
 // Throws Error(config_error) naming "merge: table" / "merge: new entries" and the JSON pointer.
 nlohmann::json merge_entries(const nlohmann::json& table, const nlohmann::json& new_entries);

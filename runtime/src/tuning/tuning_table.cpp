@@ -50,7 +50,7 @@ struct Candidate {
   double width = 0;
   bool measured = false;
   double time_us = 0;
-  std::string config_text;
+  const TileConfig* config = nullptr;
   const TableFile* file = nullptr;
   std::size_t index = 0;
   const TableEntry* entry = nullptr;
@@ -65,7 +65,7 @@ bool better(const Candidate& a, const Candidate& b) {
   if (a.width != b.width) return a.width < b.width;
   if (a.measured != b.measured) return a.measured;
   if (a.measured && a.time_us != b.time_us) return a.time_us < b.time_us;
-  if (a.config_text != b.config_text) return a.config_text < b.config_text;
+  if (*a.config != *b.config) return *a.config < *b.config;  // parameter by parameter, numerically
   if (a.file->source != b.file->source) return a.file->source < b.file->source;
   return a.index < b.index;
 }
@@ -88,7 +88,7 @@ std::optional<Candidate> rank(const TableEntry& entry, const ProblemKey& key) {
   c.width = log_width(p.seq_q) + log_width(p.seq_kv);
   c.measured = entry.measured.has_value();
   c.time_us = entry.measured ? entry.measured->time_us : 0.0;
-  c.config_text = tile_config_text(entry.config);
+  c.config = &entry.config;
   c.entry = &entry;
   return c;
 }

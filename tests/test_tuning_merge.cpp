@@ -1,0 +1,192 @@
+// Merging autotuner results into a table and writing it back: deterministic, idempotent, byte-stable.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "kernels/embedded_file.hpp"
+#include "tuning/tuning_table.hpp"
+
+using namespace sagejit;
+using Json = nlohmann::json;
+
+namespace {
+
+std::mt19937& rng() {
+  static std::mt19937 generator = [] {
+    const unsigned seed = std::random_device{}();
+    MESSAGE("random seed " << seed);
+    return std::mt19937(seed);
+  }();
+  return generator;
+}
+
+int random_in(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng()); }
+
+Json shipped(const std::string& name) {
+  for (std::size_t i = 0; i < embedded_config_files_count; ++i)
+    if (embedded_config_files[i].path == name) return Json::parse(embedded_config_files[i].contents);
+  FAIL("no embedded " << name);
+  return {};
+}
+
+const std::vector<int> block_ns = {32, 64, 128}, warps = {4, 8}, rows = {16, 32}, stages = {1, 2}, pv = {0, 1};
+int pick(const std::vector<int>& values) { return values[random_in(0, static_cast<int>(values.size()) - 1)]; }
+
+Json random_config() {
+  return {{"block_n", pick(block_ns)}, {"warps", pick(warps)}, {"rows_per_warp", pick(rows)}, {"stages", pick(stages)}, {"pv_fp16", pick(pv)}};
+}
+
+Json problem_for(int i) {
+  const int lo = 1 << (4 + i % 10);
+  return {{"dtype", i % 2 ? "fp16" : "bf16"}, {"head_dim", i % 3 ? 128 : 64}, {"causal", i % 5 == 0},
+          {"gqa_ratio", 1 + i % 4}, {"seq_q", {lo, lo * 2}}, {"seq_kv", {lo, lo * 4}}};
+}
+
+// An autotuner result: random configs and timings, every candidate's timing kept.
+Json tuned_entry(const Json& problem) {
+  Json candidates = Json::array();
+  double best = 1e30;
+  Json best_config;
+  for (int c = 0; c < 4; ++c) {
+    const Json config = random_config();
+    if (random_in(0, 3) == 0) {
+      candidates.push_back({{"config", config}, {"time_us", nullptr}, {"reason", "failed the oracle"}});
+      continue;
+    }
+    const double time = random_in(1000, 900000) / 100.0;
+    candidates.push_back({{"config", config}, {"time_us", time}});
+    if (time < best) best = time, best_config = config;
+  }
+  if (best_config.is_null()) {
+    return {{"problem", problem}, {"config", random_config()}, {"measured", nullptr},
+            {"reason", "every candidate failed; default kept"}, {"candidates", candidates}};
+  }
+  return {{"problem", problem},
+          {"config", best_config},
+          {"measured", {{"device", "NVIDIA H200"}, {"date", "2026-11-30"}, {"tool", "sagejit-autotune 0.1.0"}, {"time_us", best}, {"tops", 123.25}}},
+          {"candidates", candidates}};
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("merging is deterministic, independent of entry order, and idempotent") {
+  const Json base = shipped("sm_90.json");
+  Json entries = Json::array();
+  for (int i = 0; i < 12; ++i) entries.push_back(tuned_entry(problem_for(i)));
+  const Json merged = merge_entries(base, {{"attention", entries}});
+  const std::string text = canonical_table_text(merged);
+  CHECK(merged["kernels"]["attention"]["entries"].size() == 12);
+
+  Json shuffled = entries;
+  std::shuffle(shuffled.begin(), shuffled.end(), rng());
+  CHECK(canonical_table_text(merge_entries(base, {{"attention", shuffled}})) == text);
+  // Again, and into the result itself: nothing changes.
+  CHECK(canonical_table_text(merge_entries(merged, {{"attention", shuffled}})) == text);
+  CHECK(canonical_table_text(merge_entries(merged, Json::object())) == text);
+  // Split in two runs: the same result.
+  Json first = Json::array(), second = Json::array();
+  for (std::size_t i = 0; i < entries.size(); ++i) (i % 2 ? first : second).push_back(entries[i]);
+  CHECK(canonical_table_text(merge_entries(merge_entries(base, {{"attention", second}}), {{"attention", first}})) == text);
+  // The merged table loads, and every merged entry is found again.
+  const TableFile file = validate_table(merged, "sm_90.json");
+  TuningTables tables;
+  tables.add_layer({file});
+  for (int i = 0; i < 12; ++i) {
+    const Json p = problem_for(i);
+    ProblemKey k{"attention", "sm_90", p["dtype"] == "bf16" ? DType::bf16 : DType::fp16, p["head_dim"].get<int>(),
+                 p["causal"].get<bool>(), p["gqa_ratio"].get<int>(), p["seq_q"][1].get<int>(), p["seq_kv"][0].get<int>()};
+    CHECK(tables.lookup(k).level == MatchLevel::exact);
+  }
+}
+
+TEST_CASE("duplicates: lower measured time wins, unmeasured never beats measured, candidates are kept") {
+  const Json base = shipped("sm_90.json");
+  const Json problem = problem_for(random_in(0, 100));
+  Json slow = tuned_entry(problem), fast = tuned_entry(problem), unmeasured = tuned_entry(problem);
+  slow["measured"] = {{"device", "NVIDIA H200"}, {"date", "2026-11-29"}, {"tool", "t"}, {"time_us", 200.5}, {"tops", 1.0}};
+  fast["measured"] = {{"device", "NVIDIA H200"}, {"date", "2026-11-30"}, {"tool", "t"}, {"time_us", 100.25}, {"tops", 2.0}};
+  unmeasured["measured"] = nullptr;
+  unmeasured["reason"] = "guess";
+  std::vector<Json> all = {slow, fast, unmeasured};
+  std::string expected;
+  for (int round = 0; round < 6; ++round) {
+    std::shuffle(all.begin(), all.end(), rng());
+    Json table = base;
+    for (const Json& e : all) table = merge_entries(table, {{"attention", {e}}});  // one run at a time
+    const Json& entries = table["kernels"]["attention"]["entries"];
+    REQUIRE(entries.size() == 1);
+    CHECK(entries[0]["config"] == fast["config"]);
+    CHECK(entries[0]["measured"]["time_us"] == 100.25);
+    // Every distinct candidate of the three runs survives.
+    std::set<std::string> distinct;
+    for (const Json* e : {&slow, &fast, &unmeasured})
+      for (const Json& c : e->at("candidates")) distinct.insert(c.dump());
+    CHECK(entries[0]["candidates"].size() == distinct.size());
+    if (round == 0) expected = canonical_table_text(table);
+    CHECK(canonical_table_text(table) == expected);
+  }
+  // Only unmeasured entries: still deterministic (the smaller config wins, numerically: 32 < 128).
+  Json a = unmeasured, b = unmeasured;
+  a["config"]["block_n"] = 32;
+  b["config"]["block_n"] = 128;
+  CHECK(merge_entries(base, {{"attention", {b, a}}})["kernels"]["attention"]["entries"][0]["config"]["block_n"] == 32);
+}
+
+TEST_CASE("merge rejects bad input naming where it is") {
+  const Json base = shipped("sm_90.json");
+  Json bad = tuned_entry(problem_for(3));
+  bad["config"]["block_n"] = 48;
+  try {
+    merge_entries(base, {{"attention", {tuned_entry(problem_for(1)), bad}}});
+    FAIL("accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::config_error);
+    CHECK(std::string(e.what()) == "merge: new entries: /kernels/attention/entries/1/config/block_n: 48 is not one of [32, 64, 128]");
+  }
+  CHECK_THROWS_AS(merge_entries(base, {{"softmax", Json::array()}}), Error);
+  CHECK_THROWS_AS(merge_entries(shipped("gfx1200.json"), Json::object()), Error);
+  CHECK_THROWS_AS(merge_entries(base, Json::array()), Error);
+}
+
+TEST_CASE("write_table: sorted keys, 2-space indent, trailing newline, byte-stable") {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("sagejit_tuning_" + std::to_string(::getpid()) + "_" + std::to_string(random_in(0, 1 << 30)));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "sm_90.json";
+  Json entries = Json::array();
+  for (int i = 0; i < 5; ++i) entries.push_back(tuned_entry(problem_for(random_in(0, 1000))));
+  const Json table = merge_entries(shipped("sm_90.json"), {{"attention", entries}});
+  write_table(path.string(), table);
+  const std::string text = read_file(path);
+  CHECK(text == canonical_table_text(table));
+  CHECK(text.back() == '\n');
+  CHECK(text.find("{\n  \"arch\": \"sm_90\",\n  \"kernels\": {\n") == 0);
+  // Re-reading and re-writing gives the same bytes.
+  write_table(path.string(), parse_table_json(text, path.string()));
+  CHECK(read_file(path) == text);
+  CHECK(validate_table(Json::parse(text), path.string()).kernels.at("attention").entries.size() <= 5);
+  // An invalid table is not written.
+  Json bad = table;
+  bad["schema"] = 7;
+  CHECK_THROWS_AS(write_table(path.string(), bad), Error);
+  CHECK(read_file(path) == text);
+  std::filesystem::remove_all(dir);
+}
