@@ -1,6 +1,7 @@
 #include "numerics/reference.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/error.hpp"
 #include "numerics/emulator.hpp"
@@ -12,6 +13,19 @@ namespace {
 
 constexpr std::int64_t kLanes = 8;          // fixed-width inner loops the compiler vectorises
 constexpr std::int64_t kRowsPerItem = 32;   // query rows per parallel work item
+
+// Eight fp64 lanes (GCC/clang vector extension; lowered to whatever SIMD width the target has), so
+// the two O(N^2 D) loops run vectorised without asking the compiler to reassociate anything.
+typedef double Lanes __attribute__((vector_size(kLanes * sizeof(double))));
+
+// target[0..8) += factor * source[0..8)
+inline void axpy_lanes(double* target, double factor, const double* source) {
+  Lanes t, x;
+  std::memcpy(&t, target, sizeof t);
+  std::memcpy(&x, source, sizeof x);
+  t += factor * x;
+  std::memcpy(target, &t, sizeof t);
+}
 
 std::int64_t round_lanes(std::int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
 std::size_t idx(std::int64_t i) { return static_cast<std::size_t>(i); }
@@ -64,8 +78,7 @@ ReferenceResult reference_attention(const TensorView& q, const TensorView& k, co
       for (std::int64_t d = 0; d < D; ++d) {
         const double qd = qv.get(b, hq, i, d) * scale;
         const double* row = kt + d * Nk_lanes;
-        for (std::int64_t j0 = 0; j0 < key_lanes; j0 += kLanes)
-          for (std::int64_t j = j0; j < j0 + kLanes; ++j) s[idx(j)] += qd * row[j];
+        for (std::int64_t j0 = 0; j0 < key_lanes; j0 += kLanes) axpy_lanes(&s[idx(j0)], qd, row + j0);
       }
       double m = -std::numeric_limits<double>::infinity();
       for (std::int64_t j = 0; j < keys; ++j) m = std::max(m, s[idx(j)]);
@@ -75,8 +88,7 @@ ReferenceResult reference_attention(const TensorView& q, const TensorView& k, co
         const double weight = std::exp(s[idx(j)] - m);
         sum += weight;
         const double* vrow = vh + j * D_lanes;
-        for (std::int64_t d0 = 0; d0 < D_lanes; d0 += kLanes)
-          for (std::int64_t d = d0; d < d0 + kLanes; ++d) o[idx(d)] += weight * vrow[d];
+        for (std::int64_t d0 = 0; d0 < D_lanes; d0 += kLanes) axpy_lanes(&o[idx(d0)], weight, vrow + d0);
       }
       const std::int64_t row = (b * Hq + hq) * Nq + i;
       for (std::int64_t d = 0; d < D; ++d) result.out[idx(row * D + d)] = o[idx(d)] / sum;
