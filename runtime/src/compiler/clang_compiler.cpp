@@ -1,0 +1,159 @@
+// Offline clang backend: runs an AMDGPU-capable upstream clang (clang++-22 by default) as a
+// subprocess to turn a rendered HIP source into a code object, with no ROCm installed. This is how
+// gfx1201 kernels are built on machines whose hipRTC cannot target gfx12.
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "build_info.hpp"
+#include "compiler/compile_diagnostics.hpp"
+#include "compiler/compiler.hpp"
+#include "compiler/private_temp_dir.hpp"
+#include "compiler/subprocess.hpp"
+#include "compiler/target_names.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace sagejit {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) fail(ErrorCode::internal, "could not write {}", path);
+}
+
+std::string trim_trailing_newlines(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  return text;
+}
+
+// "Debian clang version 22.1.8 (1~deb12u1)" -> "clang 22.1.8"; other first lines are kept whole.
+std::string parse_clang_identity(const std::string& version_output) {
+  const std::string first_line = version_output.substr(0, version_output.find('\n'));
+  const std::string marker = "clang version ";
+  const std::size_t at = first_line.find(marker);
+  if (at == std::string::npos) return first_line;
+  std::size_t end = at + marker.size();
+  while (end < first_line.size() && (std::isdigit(static_cast<unsigned char>(first_line[end])) || first_line[end] == '.'))
+    ++end;
+  const std::string version = first_line.substr(at + marker.size(), end - at - marker.size());
+  return version.empty() ? first_line : "clang " + version;
+}
+
+class ClangCompiler final : public Compiler {
+ public:
+  ClangCompiler(std::string executable, std::string identity)
+      : executable_(std::move(executable)), identity_(std::move(identity)) {}
+
+  CompilerKind kind() const override { return CompilerKind::clang; }
+  std::string identity() const override { return identity_; }
+  std::string location() const override { return executable_; }
+  // Read by the clang driver itself and able to change any compile: it must be in the cache key.
+  std::vector<std::string> option_env_vars() const override { return {"CCC_OVERRIDE_OPTIONS"}; }
+
+  std::vector<std::string> base_options(const std::string& target) const override {
+    require_amd_target("clang", target);
+    // Device-only HIP compile with no ROCm: -nogpulib/-nogpuinc (the prelude defines what HIP headers
+    // would), one unbundled code object. Code-object version 5 is stated explicitly so every ROCm
+    // that supports the target loads it, whatever this clang's default is. WGP mode is the default
+    // on gfx10+, as for hipRTC (see hiprtc_compiler.cpp for why we keep it).
+    return {"-x", "hip", "--offload-arch=" + target, "-nogpulib", "-nogpuinc", "--offload-device-only",
+            "--no-gpu-bundle-output", "-O3", "-std=c++17", "-mcode-object-version=5"};
+  }
+
+  CompileResult compile(const CompileRequest& request) const override {
+    CompileResult result;
+    result.effective_options = base_options(request.target);
+    result.effective_options.insert(result.effective_options.end(), request.options.begin(), request.options.end());
+
+    const PrivateTempDir directory("sagejit-clang");
+    const std::string stem = source_file_stem(request.name);
+    const std::string source_name = stem + ".hip";
+    const std::string output_name = stem + ".co";
+    write_file(directory.file(source_name), request.source);
+
+    std::vector<std::string> argv{executable_};
+    argv.insert(argv.end(), result.effective_options.begin(), result.effective_options.end());
+    argv.insert(argv.end(), {"-o", output_name, source_name});
+    // Run inside the private directory with relative names: the log then names the source as
+    // "<stem>.hip:LINE:COL", with no temporary path in it.
+    const int status = run_process(argv, directory.file("compile.log"), directory.path());
+    result.log = trim_trailing_newlines(read_file(directory.file("compile.log")));
+    if (status != 0) {
+      if (status > 128) result.log += fmt::format("\n({} was killed by signal {})", executable_, status - 128);
+      throw_compile_error(identity_, request.name, request.target, {source_name}, request.source, result.log);
+    }
+    const std::string code = read_file(directory.file(output_name));
+    if (code.empty())
+      fail(ErrorCode::compile_error, "{} exited 0 but wrote no code object for kernel '{}' ({}); log:\n{}", identity_,
+           request.name, request.target, result.log);
+    result.code.resize(code.size());
+    std::memcpy(result.code.data(), code.data(), code.size());
+    return result;
+  }
+
+ private:
+  std::string executable_;
+  std::string identity_;
+};
+
+struct ClangLoadOutcome {
+  std::unique_ptr<ClangCompiler> compiler;
+  std::string error;
+};
+
+ClangLoadOutcome locate_clang() {
+  std::string requested;
+  std::string origin;
+  if (auto from_env = env::get("SAGEJIT_CLANG")) {
+    requested = *from_env;
+    origin = "SAGEJIT_CLANG";
+  } else if (std::string(build::default_clang).empty()) {
+    requested = "clang++-22";
+    origin = "the built-in default";
+  } else {
+    requested = build::default_clang;
+    origin = "the configure-time default";
+  }
+  const std::string executable = find_executable(requested);
+  if (executable.empty())
+    return {nullptr, fmt::format("the offline AMDGPU compiler '{}' ({}) was not found{}; install clang-22 or set "
+                                 "SAGEJIT_CLANG to an AMDGPU-capable clang++",
+                                 requested, origin, requested.find('/') == std::string::npos ? " on PATH" : "")};
+  try {
+    const PrivateTempDir directory("sagejit-clang-version");
+    const std::string output = directory.file("version.txt");
+    const int status = run_process({executable, "--version"}, output);
+    const std::string text = read_file(output);
+    if (status != 0 || text.empty())
+      return {nullptr, fmt::format("'{}' ({}) --version failed with status {}: {}", executable, origin, status, text)};
+    return {std::make_unique<ClangCompiler>(executable, parse_clang_identity(text)), {}};
+  } catch (const Error& error) {
+    return {nullptr, error.what()};
+  }
+}
+
+}  // namespace
+
+const Compiler& clang_compiler() {
+  static ClangLoadOutcome* outcome = new ClangLoadOutcome(locate_clang());  // process lifetime
+  if (!outcome->compiler) throw Error(ErrorCode::runtime_not_found, outcome->error);
+  return *outcome->compiler;
+}
+
+}  // namespace sagejit

@@ -1,0 +1,95 @@
+#include "compiler/subprocess.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "core/env.hpp"
+#include "core/error.hpp"
+
+extern char** environ;
+
+namespace sagejit {
+namespace {
+
+bool is_executable_file(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// posix_spawn_file_actions_t with guaranteed cleanup.
+class FileActions {
+ public:
+  FileActions() { ::posix_spawn_file_actions_init(&actions_); }
+  ~FileActions() { ::posix_spawn_file_actions_destroy(&actions_); }
+  FileActions(const FileActions&) = delete;
+  FileActions& operator=(const FileActions&) = delete;
+  posix_spawn_file_actions_t* get() { return &actions_; }
+
+ private:
+  posix_spawn_file_actions_t actions_{};
+};
+
+void require_ok(int result, const char* what) {
+  if (result != 0) fail(ErrorCode::internal, "{} failed: {}", what, std::strerror(result));
+}
+
+}  // namespace
+
+std::string find_executable(const std::string& program) {
+  if (program.empty()) return {};
+  if (program.find('/') != std::string::npos) return is_executable_file(program) ? program : std::string();
+  const std::string path = env::get("PATH").value_or("/usr/local/bin:/usr/bin:/bin");
+  std::string_view remaining = path;
+  while (true) {
+    const std::size_t colon = remaining.find(':');
+    const std::string_view directory = remaining.substr(0, colon);
+    const std::string candidate = fmt::format("{}/{}", directory.empty() ? std::string_view(".") : directory, program);
+    if (is_executable_file(candidate)) return candidate;
+    if (colon == std::string_view::npos) return {};
+    remaining.remove_prefix(colon + 1);
+  }
+}
+
+int run_process(const std::vector<std::string>& argv, const std::string& output_file,
+                const std::string& working_directory) {
+  if (argv.empty()) fail(ErrorCode::internal, "run_process: empty argv");
+  FileActions actions;
+  require_ok(::posix_spawn_file_actions_addopen(actions.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0),
+             "posix_spawn_file_actions_addopen(stdin)");
+  require_ok(::posix_spawn_file_actions_addopen(actions.get(), STDOUT_FILENO, output_file.c_str(),
+                                                O_WRONLY | O_CREAT | O_TRUNC, 0600),
+             "posix_spawn_file_actions_addopen(stdout)");
+  require_ok(::posix_spawn_file_actions_adddup2(actions.get(), STDOUT_FILENO, STDERR_FILENO),
+             "posix_spawn_file_actions_adddup2(stderr)");
+  if (!working_directory.empty())
+    require_ok(::posix_spawn_file_actions_addchdir_np(actions.get(), working_directory.c_str()),
+               "posix_spawn_file_actions_addchdir_np");
+
+  std::vector<char*> arguments;
+  for (const auto& argument : argv) arguments.push_back(const_cast<char*>(argument.c_str()));
+  arguments.push_back(nullptr);
+
+  pid_t pid = 0;
+  const int spawned = ::posix_spawn(&pid, argv[0].c_str(), actions.get(), nullptr, arguments.data(), environ);
+  if (spawned != 0)
+    fail(ErrorCode::runtime_not_found, "could not start '{}': {}", argv[0], std::strerror(spawned));
+
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) fail(ErrorCode::internal, "waitpid for '{}' failed: {}", argv[0], std::strerror(errno));
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 255;
+}
+
+}  // namespace sagejit
