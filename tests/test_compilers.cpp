@@ -1,0 +1,237 @@
+// The three kernel compilers, for real, on the CPU: NVRTC (sm_90), the offline clang (gfx1201,
+// WMMA in the disassembly) and Debian's hipRTC 5.2 (gfx1030; it cannot target gfx11/12). Each case
+// skips with a message only when that compiler is absent from this machine.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "compiler/compile_diagnostics.hpp"
+#include "compiler/compiler.hpp"
+#include "compiler/private_temp_dir.hpp"
+#include "compiler/subprocess.hpp"
+#include "compiler/target_names.hpp"
+#include "core/error.hpp"
+
+using namespace sagejit;
+
+namespace {
+
+// Returns the compiler, or nullptr after a MESSAGE saying what was missing.
+const Compiler* available(CompilerKind kind) {
+  try {
+    return &compiler(kind);
+  } catch (const Error& error) {
+    REQUIRE(error.code() == ErrorCode::runtime_not_found);
+    MESSAGE("skipped: ", to_string(kind), " is not available here: ", error.what());
+    return nullptr;
+  }
+}
+
+bool is_elf(const std::vector<std::byte>& code) {
+  return code.size() > 4 && std::memcmp(code.data(), "\x7f" "ELF", 4) == 0;
+}
+
+CompileResult timed_compile(const Compiler& compiler, const CompileRequest& request) {
+  const auto start = std::chrono::steady_clock::now();
+  CompileResult result = compiler.compile(request);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  MESSAGE(compiler.identity(), " cold compile of ", request.name, " for ", request.target, ": ", seconds, " s, ",
+          result.code.size(), " bytes");
+  return result;
+}
+
+void check_identity(const Compiler& compiler, const char* prefix) {
+  const std::string identity = compiler.identity();
+  CHECK(identity.rfind(prefix, 0) == 0);
+  CHECK(identity.find_first_of("0123456789") != std::string::npos);
+  CHECK(compiler.identity() == identity);                   // stable within the process
+  CHECK(sagejit::compiler(compiler.kind()).identity() == identity);  // and through the registry
+  CHECK_FALSE(compiler.location().empty());
+}
+
+// The error names line 4 of the rendered source and shows that line.
+void check_compile_error(const Compiler& compiler, const std::string& target, const std::string& source) {
+  CompileRequest broken{"broken.probe", source, target, {}};
+  try {
+    compiler.compile(broken);
+    FAIL("a broken kernel compiled");
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::compile_error);
+    const std::string message = error.what();
+    CHECK(message.find("line 4") != std::string::npos);
+    CHECK(message.find("sj_missing_identifier") != std::string::npos);
+    CHECK(message.find("compiler log:") != std::string::npos);
+  }
+}
+
+const char* kNvrtcKernel = R"(
+extern "C" __global__ void add_scaled(const unsigned* x, unsigned* y, unsigned a, unsigned n) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+)";
+
+const char* kNvrtcBroken = R"(
+extern "C" __global__ void broken(unsigned* y) {
+  const unsigned i = threadIdx.x;
+  y[i] = sj_missing_identifier;
+}
+)";
+
+// -nogpuinc: the source spells out what HIP headers would define (as kernel_src/common/prelude.h).
+const char* kWmmaKernel = R"(
+#define __global__ __attribute__((global))
+typedef int v2i __attribute__((ext_vector_type(2)));
+typedef int v8i __attribute__((ext_vector_type(8)));
+extern "C" __global__ void wmma_iu8(const v2i* a, const v2i* b, v8i* c) {
+  const unsigned lane = __builtin_amdgcn_workitem_id_x();
+  c[lane] = __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32_gfx12(true, a[lane], true, b[lane], c[lane], false);
+}
+)";
+
+const char* kHipBroken = R"(
+#define __global__ __attribute__((global))
+extern "C" __global__ void broken(unsigned* y) {
+  y[__builtin_amdgcn_workitem_id_x()] = sj_missing_identifier;
+}
+)";
+
+// Plain kernel for hipRTC: hipRTC provides __global__ itself, clang -nogpuinc does not.
+const char* kHiprtcKernel = R"(
+#if !defined(__global__)
+#define __global__ __attribute__((global))
+#endif
+extern "C" __global__ void add_scaled(const unsigned* x, unsigned* y, unsigned a, unsigned n) {
+  const unsigned i = __builtin_amdgcn_workgroup_id_x() * 256u + __builtin_amdgcn_workitem_id_x();
+  if (i < n) y[i] = a * x[i] + y[i];
+}
+)";
+
+std::string disassemble(const std::vector<std::byte>& code, const std::string& mcpu) {
+  std::string objdump = SAGEJIT_TEST_OBJDUMP;
+  if (objdump.empty()) objdump = find_executable("llvm-objdump-22");
+  if (objdump.empty()) return {};
+  PrivateTempDir directory("sagejit-test-objdump");
+  {
+    std::ofstream out(directory.file("k.co"), std::ios::binary);
+    out.write(reinterpret_cast<const char*>(code.data()), static_cast<std::streamsize>(code.size()));
+  }
+  const int status = run_process({objdump, "-d", "--mcpu=" + mcpu, directory.file("k.co")}, directory.file("out.txt"));
+  std::ifstream in(directory.file("out.txt"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE_MESSAGE(status == 0, text);
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("compiler kinds round-trip and unknown names are refused") {
+  for (const auto kind : {CompilerKind::nvrtc, CompilerKind::hiprtc, CompilerKind::clang})
+    CHECK(parse_compiler_kind(to_string(kind)) == kind);
+  try {
+    parse_compiler_kind("nvcc");
+    FAIL("nvcc accepted");
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::invalid_argument);
+    CHECK(std::string(error.what()).find("nvrtc, hiprtc, clang") != std::string::npos);
+  }
+}
+
+TEST_CASE("target names are validated per vendor") {
+  CHECK(is_nvidia_target("sm_90"));
+  CHECK(is_nvidia_target("sm_90a"));
+  CHECK(is_nvidia_target("sm_100"));
+  CHECK_FALSE(is_nvidia_target("sm_9"));
+  CHECK_FALSE(is_nvidia_target("gfx1201"));
+  CHECK_FALSE(is_nvidia_target("sm_90 --use_fast_math"));
+  CHECK(is_amd_target("gfx1201"));
+  CHECK(is_amd_target("gfx90a"));
+  CHECK(is_amd_target("gfx942:sramecc+:xnack-"));
+  CHECK_FALSE(is_amd_target("gfx942:"));
+  CHECK_FALSE(is_amd_target("gfx942:xnack"));
+  CHECK_FALSE(is_amd_target("sm_90"));
+  CHECK_FALSE(is_amd_target("gfx1201 -mcumode"));
+  CHECK(amd_base_target("gfx942:sramecc+:xnack-") == "gfx942");
+}
+
+TEST_CASE("the first error's location is found in NVRTC and clang logs") {
+  const std::string source = "line one\nline two\nthe third line\n";
+  auto nvrtc = first_error_location("k.cu(3): error: identifier \"x\" is undefined\n", {"k.cu"}, source);
+  REQUIRE(nvrtc.has_value());
+  CHECK(nvrtc->line == 3);
+  CHECK(nvrtc->source_line == "the third line");
+  auto clang = first_error_location("k.hip:2:7: warning: unused\nk.hip:3:1: error: bad\n", {"k.hip"}, source);
+  REQUIRE(clang.has_value());
+  CHECK(clang->line == 3);
+  auto warning_only = first_error_location("k.hip:2:7: warning: unused\n", {"k.hip"}, source);
+  CHECK_FALSE(warning_only.has_value());
+  // ROCm 5's comgr reports the source as ".../input/CompileSource" whatever the program's name.
+  auto comgr = first_error_location("/tmp/comgr-1/input/CompileSource:2:3: error: x\n", {"k.hip", "CompileSource"}, source);
+  REQUIRE(comgr.has_value());
+  CHECK(comgr->source_line == "line two");
+  CHECK(source_file_stem("attention/bm128 bn64") == "attention_bm128_bn64");
+}
+
+TEST_CASE("NVRTC compiles a kernel for sm_90 to a cubin") {
+  const Compiler* nvrtc = available(CompilerKind::nvrtc);
+  if (nvrtc == nullptr) return;
+  check_identity(*nvrtc, "nvrtc ");
+  const auto options = nvrtc->base_options("sm_90");
+  CHECK(std::find(options.begin(), options.end(), "--gpu-architecture=sm_90") != options.end());
+  CHECK(std::find(options.begin(), options.end(), "--use_fast_math") == options.end());
+
+  const CompileResult result = timed_compile(*nvrtc, {"add_scaled.test", kNvrtcKernel, "sm_90", {"-DSJ_TEST=1"}});
+  CHECK(is_elf(result.code));
+  CHECK(result.effective_options.back() == "-DSJ_TEST=1");
+  check_compile_error(*nvrtc, "sm_90", kNvrtcBroken);
+  CHECK_THROWS_AS(nvrtc->base_options("gfx1201"), Error);
+}
+
+TEST_CASE("clang compiles a gfx1201 WMMA kernel to a code object") {
+  const Compiler* clang = available(CompilerKind::clang);
+  if (clang == nullptr) return;
+  check_identity(*clang, "clang ");
+  const CompileResult result = timed_compile(*clang, {"wmma_iu8.test", kWmmaKernel, "gfx1201", {}});
+  REQUIRE(is_elf(result.code));
+  const std::string disassembly = disassemble(result.code, "gfx1201");
+  if (disassembly.empty()) {
+    MESSAGE("skipped the disassembly check: llvm-objdump-22 not found");
+  } else {
+    CHECK(disassembly.find("v_wmma_i32_16x16x16_iu8") != std::string::npos);
+  }
+  check_compile_error(*clang, "gfx1201", kHipBroken);
+  CHECK_THROWS_AS(clang->base_options("sm_90"), Error);
+}
+
+TEST_CASE("hipRTC compiles for gfx1030, returns the error log, and refuses gfx12 before ROCm 6.4") {
+  const Compiler* hiprtc = available(CompilerKind::hiprtc);
+  if (hiprtc == nullptr) return;
+  check_identity(*hiprtc, "hiprtc ");
+  const auto env_vars = hiprtc->option_env_vars();
+  CHECK(std::find(env_vars.begin(), env_vars.end(), "HIPRTC_COMPILE_OPTIONS_APPEND") != env_vars.end());
+
+  // Parse "hiprtc M.m..." to know whether gfx12 may be asked for at all (Debian's 5.2 would abort).
+  const std::string version = hiprtc->identity().substr(7);
+  const int major = std::stoi(version);
+  const int minor = std::stoi(version.substr(version.find('.') + 1));
+  const bool has_gfx12 = major > 6 || (major == 6 && minor >= 4);
+  if (!has_gfx12) {
+    try {
+      hiprtc->compile({"wmma_iu8.test", kWmmaKernel, "gfx1201", {}});
+      FAIL("hipRTC before 6.4 accepted gfx1201");
+    } catch (const Error& error) {
+      CHECK(error.code() == ErrorCode::unsupported);
+      CHECK(std::string(error.what()).find("clang") != std::string::npos);
+    }
+  }
+  if (major >= 6) {
+    MESSAGE("hipRTC ", hiprtc->identity(), " is not Debian's 5.2; the gfx1030 case below still applies");
+  }
+  const CompileResult result = timed_compile(*hiprtc, {"add_scaled.test", kHiprtcKernel, "gfx1030", {}});
+  CHECK(is_elf(result.code));
+  check_compile_error(*hiprtc, "gfx1030", kHipBroken);
+}
