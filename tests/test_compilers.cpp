@@ -26,7 +26,7 @@ const Compiler* available(CompilerKind kind) {
     return &compiler(kind);
   } catch (const Error& error) {
     REQUIRE(error.code() == ErrorCode::runtime_not_found);
-    MESSAGE("skipped: ", to_string(kind), " is not available here: ", error.what());
+    MESSAGE("skipped: ", to_string(kind), " is not available here: ", std::string(error.what()));
     return nullptr;
   }
 }
