@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.hpp"
 #include "tuning/table_file.hpp"
@@ -83,9 +84,7 @@ Json merged_entries(const Json& existing, const Json& added) {
   return Json(result);
 }
 
-}  // namespace
-
-nlohmann::json merge_entries(const nlohmann::json& table, const nlohmann::json& new_entries) {
+Json merge_validated(const Json& table, const Json& new_entries) {
   const TableFile parsed = validate_table(table, "merge: table");
   if (!parsed.alias_of.empty())
     fail(ErrorCode::config_error, "merge: table: /alias_of: cannot merge entries into an alias table (arch {} uses {})",
@@ -115,6 +114,17 @@ nlohmann::json merge_entries(const nlohmann::json& table, const nlohmann::json& 
   return result;
 }
 
+}  // namespace
+
+nlohmann::json merge_entries(const nlohmann::json& table, const nlohmann::json& new_entries) {
+  try {
+    return merge_validated(table, new_entries);
+  } catch (const Json::exception& e) {
+    // e.g. a string that is not UTF-8 (dump() cannot print it): the input is malformed, not the merge.
+    fail(ErrorCode::config_error, "merge: {}", e.what());
+  }
+}
+
 std::string canonical_table_text(const nlohmann::json& table) {
   // nlohmann::json keeps object keys in a std::map, so dump() is already key-sorted.
   return table.dump(2, ' ', false, nlohmann::json::error_handler_t::strict) + "\n";
@@ -122,7 +132,12 @@ std::string canonical_table_text(const nlohmann::json& table) {
 
 void write_table(const std::string& path, const nlohmann::json& table) {
   validate_table(table, path);
-  const std::string text = canonical_table_text(table);
+  std::string text;
+  try {
+    text = canonical_table_text(table);
+  } catch (const Json::exception& e) {
+    fail(ErrorCode::config_error, "{}: cannot write the tuning table: {}", path, e.what());
+  }
   const std::string temporary = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);

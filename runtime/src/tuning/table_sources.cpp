@@ -28,7 +28,7 @@ TableFile read_table_file(const fs::path& path) {
 
 }  // namespace
 
-std::vector<TableFile> read_table_path_item(const std::string& item) {
+std::vector<TableFile> read_table_path_item(const std::string& item) try {
   std::error_code ec;
   const fs::file_status status = fs::status(item, ec);
   if (ec || !fs::exists(status))
@@ -47,6 +47,8 @@ std::vector<TableFile> read_table_path_item(const std::string& item) {
     files.push_back(read_table_file(item));
   }
   return files;
+} catch (const fs::filesystem_error& e) {
+  fail(ErrorCode::config_error, "SAGEJIT_CONFIG_PATH: {}: {}", item, e.what());
 }
 
 TuningTables load_tuning_tables(const std::optional<std::string>& config_path,
