@@ -14,6 +14,7 @@ import sagejit  # noqa: E402
 from sagejit import SagejitError, sageattn  # noqa: E402
 
 MIN_COS = 0.9992
+TORCH_SDPA = F.scaled_dot_product_attention  # the reference, never the patched one
 
 
 def cosine(a, b):
@@ -29,7 +30,7 @@ def reference(q, k, v, layout="HND", causal=False, scale=None):
     qh, kh, vh = (to_hnd(t, layout).float() for t in (q, k, v))
     group = qh.shape[1] // kh.shape[1]
     kh, vh = kh.repeat_interleave(group, dim=1), vh.repeat_interleave(group, dim=1)
-    out = F.scaled_dot_product_attention(qh, kh, vh, is_causal=causal, scale=scale)
+    out = TORCH_SDPA(qh, kh, vh, is_causal=causal, scale=scale)
     return out if layout == "HND" else out.transpose(1, 2)
 
 
@@ -97,7 +98,11 @@ def test_return_lse(causal, smooth_k):
     if causal:
         scores = scores.masked_fill(torch.ones(200, 200, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
     expected = torch.logsumexp(scores, dim=-1)
-    assert (lse - expected).abs().max().item() < 0.05
+    # LSE moves by at most the largest score error, and INT8 scores err in proportion to their
+    # magnitude (about 1% with these channel offsets; measured max 0.11 where |s| reaches ~8). A
+    # missing smoothing correction would be off by q.mean(k) * scale, about 2-3 here.
+    score_scale = scores.masked_fill(scores.isinf(), 0).abs().amax(dim=-1)
+    assert ((lse - expected).abs() <= 0.02 + 0.03 * score_scale).all()
     assert cosine(out, reference(q, k, v, causal=causal, scale=scale)) >= MIN_COS
 
 

@@ -71,15 +71,26 @@ def _stride(c):
 
 def _batch(c):
     c[1].shape[0] += 1
+    _restride(c[1])
 
 
 def _out_shape(c):
     c[3].shape[2] += 1
+    _restride(c[3])
+
+
+def _restride(t):
+    stride = 1
+    for i in reversed(range(4)):
+        t.strides[i] = stride
+        stride *= t.shape[i]
 
 
 def _gqa(c):
     c[0].shape[1] = c[3].shape[1] = 5
     c[1].shape[1] = c[2].shape[1] = 2
+    for t in c[:4]:
+        _restride(t)
 
 
 def _device(c):
@@ -148,8 +159,8 @@ def test_sageattn_rejects_cpu_and_non_4d_tensors():
         sagejit.sageattn(q, q, q)
     with pytest.raises(SagejitError, match="3 dimensions"):
         sagejit.sageattn(q[0], q[0], q[0])
-    with pytest.raises(SagejitError, match="not a torch.Tensor"):
-        sagejit.sageattn(q, [1], q)
+    with pytest.raises(SagejitError, match="q is a str, not a torch.Tensor"):
+        sagejit.sageattn("q", q, q)
     support = sagejit.supports(q, q, q)
     assert not support and "cpu" in support.reason
 

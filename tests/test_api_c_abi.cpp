@@ -1,0 +1,168 @@
+// The C ABI: every validation error comes back as a status with the message in sagejit_last_error(),
+// thread-local; no exception escapes; supports/workspace_size/version behave as documented.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <thread>
+
+#include "api_test_support.hpp"
+#include "build_info.hpp"
+#include "sagejit/sagejit.h"
+
+using namespace sagejit;
+using namespace sagejit::test;
+
+namespace {
+
+sagejit_tensor to_c(const TensorView& view) {
+  sagejit_tensor tensor{};
+  tensor.data = view.data;
+  tensor.dtype = static_cast<int32_t>(view.dtype);
+  tensor.device = view.device;
+  for (int i = 0; i < 4; ++i) tensor.shape[i] = view.shape[i], tensor.strides[i] = view.strides[i];
+  return tensor;
+}
+
+struct CCall {
+  sagejit_tensor q, k, v, out;
+  sagejit_options options;
+};
+
+CCall make_c_call(Layout layout) {
+  const ValidCall call = make_valid_call(layout);
+  CCall c{to_c(call.q), to_c(call.k), to_c(call.v), to_c(call.out), sagejit_default_options()};
+  c.options.layout = static_cast<int32_t>(layout);
+  return c;
+}
+
+sagejit_status run(const CCall& c) { return sagejit_attention(&c.q, &c.k, &c.v, &c.out, &c.options, nullptr); }
+
+void check_error(const CCall& c, sagejit_status expected, const std::string& part) {
+  CHECK(run(c) == expected);
+  const std::string message = sagejit_last_error();
+  CHECK_MESSAGE(contains(message, part), message);
+  int supported = -1;
+  CHECK(sagejit_supports(&c.q, &c.k, &c.v, &c.out, &c.options, &supported) == SAGEJIT_SUCCESS);
+  CHECK(supported == 0);
+  CHECK(std::string(sagejit_last_error()) == message);
+  char workspace[256];
+  CHECK(sagejit_attention_with_workspace(&c.q, &c.k, &c.v, &c.out, &c.options, nullptr, workspace, sizeof workspace) ==
+        expected);
+}
+
+}  // namespace
+
+TEST_CASE("C ABI: each validation error is a status plus a message naming the argument") {
+  for (Layout layout : {Layout::HND, Layout::NHD}) {
+    CAPTURE(to_string(layout));
+    const int h = layout == Layout::HND ? 1 : 2;
+    const int n = layout == Layout::HND ? 2 : 1;
+    // One change to a valid call; tensors whose shape changed but not their strides get dense strides,
+    // so that each call is wrong in exactly the intended way.
+    const auto with = [&](auto change) {
+      const CCall before = make_c_call(layout);
+      CCall c = before;
+      change(c);
+      for (auto [t, b] : {std::pair{&c.q, &before.q}, {&c.k, &before.k}, {&c.v, &before.v}, {&c.out, &before.out}}) {
+        if (std::equal(t->shape, t->shape + 4, b->shape) || !std::equal(t->strides, t->strides + 4, b->strides)) continue;
+        std::int64_t stride = 1;
+        for (int i = 3; i >= 0; --i) t->strides[i] = stride, stride *= t->shape[i];
+      }
+      return c;
+    };
+    check_error(with([](CCall& c) { c.q.data = nullptr; }), SAGEJIT_ERROR_INVALID_ARGUMENT, "q.data is null");
+    check_error(with([](CCall& c) { c.out.data = nullptr; }), SAGEJIT_ERROR_INVALID_ARGUMENT, "out.data is null");
+    check_error(with([](CCall& c) { c.options.layout = 3; }), SAGEJIT_ERROR_INVALID_ARGUMENT, "options.layout 3");
+    check_error(with([](CCall& c) { c.options.causal = 2; }), SAGEJIT_ERROR_INVALID_ARGUMENT, "options->causal 2");
+    check_error(with([](CCall& c) { c.options.smooth_k = -1; }), SAGEJIT_ERROR_INVALID_ARGUMENT, "options->smooth_k");
+    check_error(with([](CCall& c) { c.q.dtype = c.k.dtype = c.v.dtype = c.out.dtype = SAGEJIT_DTYPE_FP32; }),
+                SAGEJIT_ERROR_UNSUPPORTED, "[bf16, fp16]");
+    check_error(with([](CCall& c) { c.v.dtype = c.q.dtype == SAGEJIT_DTYPE_BF16 ? SAGEJIT_DTYPE_FP16 : SAGEJIT_DTYPE_BF16; }),
+                SAGEJIT_ERROR_INVALID_ARGUMENT, "v.dtype");
+    check_error(with([&](CCall& c) { c.k.shape[h] = 0; }), SAGEJIT_ERROR_INVALID_ARGUMENT, ">= 1");
+    check_error(with([](CCall& c) {
+                  for (sagejit_tensor* t : {&c.q, &c.k, &c.v, &c.out}) t->shape[3] = 256;
+                }),
+                SAGEJIT_ERROR_UNSUPPORTED, "[64, 128]");
+    check_error(with([](CCall& c) { c.out.strides[3] = 3; }), SAGEJIT_ERROR_INVALID_ARGUMENT, "out.strides[3]");
+    check_error(with([&](CCall& c) { c.v.shape[n] += 1; }), SAGEJIT_ERROR_INVALID_ARGUMENT, "sequence length of k");
+    check_error(with([&](CCall& c) { c.out.shape[0] += 1; }), SAGEJIT_ERROR_INVALID_ARGUMENT, "out.shape");
+    check_error(with([&](CCall& c) {
+                  c.k.shape[h] = c.v.shape[h] = 3;
+                  c.q.shape[h] = c.out.shape[h] = 5;
+                }),
+                SAGEJIT_ERROR_INVALID_ARGUMENT, "Hq % Hk");
+    check_error(with([](CCall& c) { c.options.has_sm_scale = 1, c.options.sm_scale = 1.0f / 0.0f; }),
+                SAGEJIT_ERROR_INVALID_ARGUMENT, "options.sm_scale");
+    check_error(with([](CCall& c) { c.v.device = 3; }), SAGEJIT_ERROR_INVALID_ARGUMENT, "v.device is 3");
+    check_error(with([](CCall& c) { c.q.shape[0] = c.k.shape[0] = c.v.shape[0] = c.out.shape[0] = 100000; }),
+                SAGEJIT_ERROR_UNSUPPORTED, "batch 100000");
+  }
+}
+
+TEST_CASE("C ABI: NULL arguments are errors, never crashes") {
+  const CCall c = make_c_call(Layout::HND);
+  CHECK(sagejit_attention(nullptr, &c.k, &c.v, &c.out, &c.options, nullptr) == SAGEJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(sagejit_last_error(), "q is NULL"));
+  CHECK(sagejit_attention(&c.q, &c.k, &c.v, nullptr, nullptr, nullptr) == SAGEJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(sagejit_last_error(), "out is NULL"));
+  CHECK(sagejit_supports(&c.q, &c.k, &c.v, &c.out, &c.options, nullptr) == SAGEJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(sagejit_last_error(), "supported is NULL"));
+  CHECK(sagejit_workspace_size(&c.q, &c.k, &c.v, &c.options, nullptr) == SAGEJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(sagejit_last_error(), "bytes is NULL"));
+  size_t bytes = 7;
+  CHECK(sagejit_workspace_size(&c.q, nullptr, &c.v, &c.options, &bytes) == SAGEJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(sagejit_last_error(), "k is NULL"));
+}
+
+TEST_CASE("C ABI: a valid call with NULL options passes validation; the outcome depends on the device") {
+  const CCall c = make_c_call(Layout::HND);
+  int supported = -1;
+  REQUIRE(sagejit_supports(&c.q, &c.k, &c.v, &c.out, nullptr, &supported) == SAGEJIT_SUCCESS);
+  if (supported == 1) {
+    MESSAGE("a GPU with kernels is present");
+  } else {
+    const std::string reason = sagejit_last_error();
+    MESSAGE("not supported here: " << reason);
+    CHECK_FALSE(reason.empty());
+    CHECK_FALSE(contains(reason, "shape"));
+    size_t bytes = 0;
+    CHECK(sagejit_workspace_size(&c.q, &c.k, &c.v, nullptr, &bytes) != SAGEJIT_SUCCESS);
+  }
+}
+
+TEST_CASE("C ABI: the last error is per thread and cleared by a successful call") {
+  CCall c = make_c_call(Layout::NHD);
+  c.k.data = nullptr;
+  REQUIRE(run(c) == SAGEJIT_ERROR_INVALID_ARGUMENT);
+  std::string other_thread_before, other_thread_after;
+  std::thread other([&] {
+    other_thread_before = sagejit_last_error();
+    CCall bad = make_c_call(Layout::HND);
+    bad.v.strides[3] = 5;
+    sagejit_attention(&bad.q, &bad.k, &bad.v, &bad.out, &bad.options, nullptr);
+    other_thread_after = sagejit_last_error();
+  });
+  other.join();
+  CHECK(other_thread_before.empty());
+  CHECK(contains(other_thread_after, "v.strides[3]"));
+  CHECK(contains(sagejit_last_error(), "k.data is null"));
+  CHECK(sagejit_release_workspaces() == SAGEJIT_SUCCESS);
+  CHECK(std::string(sagejit_last_error()).empty());
+}
+
+TEST_CASE("C ABI: status names, defaults and version") {
+  CHECK(std::string(sagejit_status_string(SAGEJIT_SUCCESS)) == "success");
+  CHECK(std::string(sagejit_status_string(SAGEJIT_ERROR_UNSUPPORTED)) == "unsupported");
+  CHECK(std::string(sagejit_status_string(static_cast<sagejit_status>(99))) == "unknown status");
+  const sagejit_options options = sagejit_default_options();
+  CHECK(options.layout == SAGEJIT_LAYOUT_HND);
+  CHECK(options.smooth_k == 1);
+  CHECK(options.causal == 0);
+  CHECK(options.has_sm_scale == 0);
+  CHECK(options.device == -1);
+  CHECK(options.lse == nullptr);
+  CHECK(std::string(sagejit_version()) == build::version);
+}
