@@ -40,11 +40,13 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/sagejitConfigVersio
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/sagejitConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/sagejitConfigVersion.cmake
   DESTINATION ${SAGEJIT_CMAKE_INSTALL_DIR})
 
-# pkg-config: relative to ${prefix} so that the install tree can be moved.
+# pkg-config: the prefix is found from the .pc file's own location (${pcfiledir}), so the install
+# tree can be moved or installed with `cmake --install --prefix`.
 file(RELATIVE_PATH sagejit_pc_libdir ${CMAKE_INSTALL_PREFIX} ${CMAKE_INSTALL_FULL_LIBDIR})
 file(RELATIVE_PATH sagejit_pc_includedir ${CMAKE_INSTALL_PREFIX} ${CMAKE_INSTALL_FULL_INCLUDEDIR})
+file(RELATIVE_PATH sagejit_pc_prefix ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/sagejit.pc
-"prefix=${CMAKE_INSTALL_PREFIX}
+"prefix=\${pcfiledir}/${sagejit_pc_prefix}
 libdir=\${prefix}/${sagejit_pc_libdir}
 includedir=\${prefix}/${sagejit_pc_includedir}
 
