@@ -1,0 +1,207 @@
+// The JIT loader with a fake device and a fake compiler: first calls from 16 threads compile and load
+// once, later calls are map hits, handles come back for each entry, the compile is dumped when
+// SAGEJIT_DUMP_DIR is set, a cached code object the runtime rejects is rebuilt, and the compiler
+// choice follows the vendor and SAGEJIT_COMPILER.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "cache/code_cache.hpp"
+#include "cache_test_support.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "kernels/jit.hpp"
+#include "kernels/registry.hpp"
+
+using namespace sagejit;
+namespace fs = std::filesystem;
+
+namespace {
+
+class FakeCompiler : public Compiler {
+ public:
+  CompilerKind kind() const override { return CompilerKind::clang; }
+  std::string identity() const override { return "fake-clang " + version_; }
+  std::string location() const override { return "(test)"; }
+  std::vector<std::string> base_options(const std::string& target) const override {
+    return {"-O3", "--offload-arch=" + target};
+  }
+  CompileResult compile(const CompileRequest& request) const override {
+    ++compiles;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (request.source.find("sagejit_probe_axpy") == std::string::npos)
+      fail(ErrorCode::compile_error, "{}: no probe entry in the source", request.name);
+    CompileResult result;
+    // The "code object" is the source itself, so the fake device can check what it was given.
+    for (const char c : request.source) result.code.push_back(static_cast<std::byte>(c));
+    result.log = "fake: ok";
+    result.effective_options = base_options(request.target);
+    return result;
+  }
+  mutable std::atomic<int> compiles{0};
+  std::string version_ = std::to_string(test::rng()());  // fresh identity: no stale keys across runs
+};
+
+class FakeModule : public LoadedModule {
+ public:
+  explicit FakeModule(std::string source) : source_(std::move(source)) {}
+  void* function(const std::string& name) override {
+    if (source_.find(name) == std::string::npos) fail(ErrorCode::device_error, "no symbol {}", name);
+    return reinterpret_cast<void*>(std::hash<std::string>{}(name) | 1);
+  }
+
+ private:
+  std::string source_;
+};
+
+class FakeDevice : public Device {
+ public:
+  Vendor vendor() const override { return Vendor::amd; }
+  std::string runtime_version() const override { return "fake 1"; }
+  std::string library_path() const override { return "(test)"; }
+  int device_count() const override { return 2; }
+  DeviceInfo info(int ordinal) const override {
+    DeviceInfo info;
+    info.ordinal = ordinal;
+    info.vendor = Vendor::amd;
+    info.target = "gfx1201";
+    info.full_target = "gfx1201:xnack-";
+    return info;
+  }
+  int current_device() const override { return 0; }
+  std::unique_ptr<LoadedModule> load_module(int, std::span<const std::byte> code) override {
+    ++loads;
+    std::string source(code.size(), '\0');
+    std::memcpy(source.data(), code.data(), code.size());
+    if (reject_next.exchange(false)) fail(ErrorCode::device_error, "hipModuleLoadData: invalid image (test)");
+    return std::make_unique<FakeModule>(std::move(source));
+  }
+  void launch(int, void*, const LaunchGeometry&, Stream, void**) override {}
+  void* allocate(int, std::size_t) override { return nullptr; }
+  void free(int, void*) noexcept override {}
+  void copy_to_device(int, void*, const void*, std::size_t) override {}
+  void copy_to_host(int, void*, const void*, std::size_t) override {}
+  void memset(int, void*, int, std::size_t, Stream) override {}
+  void synchronize(int, Stream) override {}
+  void* create_event(int) override { return nullptr; }
+  void destroy_event(int, void*) noexcept override {}
+  void record_event(int, void*, Stream) override {}
+  float elapsed_ms(int, void*, void*) override { return 0; }
+
+  std::atomic<int> loads{0};
+  std::atomic<bool> reject_next{false};
+};
+
+TileConfig random_probe_config() { return {{"block", 128}, {"scale", 100 + static_cast<int>(test::rng()() % 100000)}}; }
+
+}  // namespace
+
+TEST_CASE("16 threads loading one kernel compile and load it once") {
+  test::TempDir root;
+  CodeCache cache(test::settings_for(root / "cache"));
+  FakeCompiler compiler;
+  FakeDevice device;
+  const TileConfig config = random_probe_config();
+  std::vector<LoadedKernel*> loaded(16);
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t)
+    threads.emplace_back([&, t] {
+      ++ready;
+      while (ready.load() < 16) std::this_thread::yield();
+      loaded[t] = &load_kernel(device, 0, jit_probe_kernel, config, {}, compiler, cache);
+    });
+  for (auto& thread : threads) thread.join();
+  CHECK(compiler.compiles.load() == 1);
+  CHECK(device.loads.load() == 1);
+  for (auto* kernel : loaded) CHECK(kernel == loaded[0]);
+  const LoadedKernel& kernel = *loaded[0];
+  CHECK(kernel.hit == CacheHit::compiled);
+  CHECK(kernel.entries == std::vector<std::string>{"sagejit_probe_axpy"});
+  REQUIRE(kernel.functions.size() == 1);
+  CHECK(kernel.function("sagejit_probe_axpy") == kernel.functions[0]);
+  CHECK_THROWS_AS(kernel.function("missing"), Error);
+  CHECK(kernel.config == config_id(config));
+
+  // Another ordinal loads its own module from the memory cache; nothing is compiled again.
+  LoadedKernel& second = load_kernel(device, 1, jit_probe_kernel, config, {}, compiler, cache);
+  CHECK(&second != &kernel);
+  CHECK(second.hit == CacheHit::memory);
+  CHECK(compiler.compiles.load() == 1);
+  CHECK(device.loads.load() == 2);
+  // The entry on disk is keyed for the full target.
+  const auto files = test::entry_files(root / "cache");
+  REQUIRE(files.size() == 1);
+  CHECK(files[0].filename().string().find("gfx1201_xnack_") != std::string::npos);
+}
+
+TEST_CASE("a disk hit in a fresh cache, and a cached object the runtime rejects is rebuilt") {
+  log::set_level(log::Level::off);
+  test::TempDir root;
+  FakeCompiler compiler;
+  FakeDevice device;
+  const TileConfig config = random_probe_config();
+  {
+    CodeCache cache(test::settings_for(root / "cache"));
+    CHECK(load_kernel(device, 0, jit_probe_kernel, config, {}, compiler, cache).hit == CacheHit::compiled);
+  }
+  CodeCache fresh(test::settings_for(root / "cache"));
+  device.reject_next = true;  // e.g. a driver older than the compiler that built the cached object
+  LoadedKernel& kernel = load_kernel(device, 1, jit_probe_kernel, config, {}, compiler, fresh);
+  CHECK(kernel.hit == CacheHit::compiled);
+  CHECK(compiler.compiles.load() == 2);
+  CHECK(kernel.functions.size() == 1);
+  log::set_level(log::Level::warn);
+}
+
+TEST_CASE("SAGEJIT_DUMP_DIR receives source, options, code object and log of each compile") {
+  test::TempDir root;
+  ::setenv("SAGEJIT_DUMP_DIR", (root / "dump").c_str(), 1);
+  FakeCompiler compiler;
+  FakeDevice device;
+  CodeCache cache(test::settings_for(root / "cache"));
+  const TileConfig config = random_probe_config();
+  const LoadedKernel& kernel = load_kernel(device, 0, jit_probe_kernel, config, {}, compiler, cache);
+  ::unsetenv("SAGEJIT_DUMP_DIR");
+  const std::string stem = "jit_probe.block_128_scale_" + std::to_string(config.at("scale")) + ".gfx1201." +
+                           kernel.key.hex();
+  const fs::path dump = root / "dump";
+  for (const char* extension : {".src", ".options.txt", ".co", ".log"}) {
+    INFO("file " << stem + extension);
+    CHECK(fs::exists(dump / (stem + extension)));
+  }
+  const auto source = test::read_bytes(dump / (stem + ".src"));
+  CHECK(test::read_bytes(dump / (stem + ".co")) == source);  // the fake compiler's "code object"
+  const auto options = test::read_bytes(dump / (stem + ".options.txt"));
+  const std::string options_text(reinterpret_cast<const char*>(options.data()), options.size());
+  CHECK(options_text.find("--offload-arch=gfx1201:xnack-") != std::string::npos);
+}
+
+TEST_CASE("the compiler follows the vendor and SAGEJIT_COMPILER") {
+  ::unsetenv("SAGEJIT_COMPILER");
+  CHECK(compiler_kind_for(Vendor::nvidia) == CompilerKind::nvrtc);
+  CHECK(compiler_kind_for(Vendor::amd) == CompilerKind::hiprtc);
+  ::setenv("SAGEJIT_COMPILER", "clang", 1);
+  CHECK(compiler_kind_for(Vendor::amd) == CompilerKind::clang);
+  CHECK_THROWS_AS(compiler_kind_for(Vendor::nvidia), Error);
+  ::setenv("SAGEJIT_COMPILER", "gcc", 1);
+  CHECK_THROWS_AS(compiler_kind_for(Vendor::amd), Error);
+  ::unsetenv("SAGEJIT_COMPILER");
+}
+
+TEST_CASE("the runtime and the tools key a kernel identically") {
+  FakeCompiler compiler;
+  const TileConfig config = random_probe_config();
+  const KernelBuild build = plan_build(jit_probe_kernel, config, {}, "gfx1201:xnack-", compiler);
+  CHECK(build.key == rendered_cache_key(build.rendered, compiler));
+  CHECK(build.label.kernel == "jit_probe");
+  CHECK(build.label.config == config_id(config));
+  CHECK(build.label.target == "gfx1201:xnack-");
+  // A different target, specialization or compiler version is a different key.
+  CHECK(plan_build(jit_probe_kernel, config, {}, "gfx1200", compiler).key != build.key);
+  FakeCompiler other;
+  CHECK(plan_build(jit_probe_kernel, config, {}, "gfx1201:xnack-", other).key != build.key);
+}
