@@ -4,10 +4,14 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+
+#include <stdlib.h>
 
 #include "compiler/compile_diagnostics.hpp"
 #include "compiler/compiler.hpp"
@@ -195,7 +199,14 @@ TEST_CASE("clang compiles a gfx1201 WMMA kernel to a code object") {
   const Compiler* clang = available(CompilerKind::clang);
   if (clang == nullptr) return;
   check_identity(*clang, "clang ");
+  // The compile runs in a private temporary directory under $TMPDIR that is removed afterwards.
+  const PrivateTempDir tmpdir("sagejit-test-tmpdir");
+  const char* previous_tmpdir = std::getenv("TMPDIR");
+  const std::string saved_tmpdir = previous_tmpdir != nullptr ? previous_tmpdir : "";
+  ::setenv("TMPDIR", tmpdir.path().c_str(), 1);
   const CompileResult result = timed_compile(*clang, {"wmma_iu8.test", kWmmaKernel, "gfx1201", {}});
+  if (previous_tmpdir != nullptr) ::setenv("TMPDIR", saved_tmpdir.c_str(), 1); else ::unsetenv("TMPDIR");
+  CHECK(std::filesystem::is_empty(tmpdir.path()));
   REQUIRE(is_elf(result.code));
   const std::string disassembly = disassemble(result.code, "gfx1201");
   if (disassembly.empty()) {
