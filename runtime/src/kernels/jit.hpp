@@ -64,7 +64,10 @@ CacheLookup build_code_object(CodeCache& cache, const KernelBuild& build, const 
 LoadedKernel& load_kernel(Device& device, int ordinal, const KernelDesc& desc, const TileConfig& config,
                           const Specialization& spec);
 
-// Same with an explicit compiler and cache (tests, benchmarks, tools).
+// Same with an explicit compiler and cache (tests, benchmarks, tools). Loaded kernels are remembered
+// per (device, ordinal, descriptor, config, specialization, compiler, cache) by address, so the device,
+// compiler and cache passed must live as long as the process uses kernels loaded through them (the
+// process-wide singletons do).
 LoadedKernel& load_kernel(Device& device, int ordinal, const KernelDesc& desc, const TileConfig& config,
                           const Specialization& spec, const Compiler& compiler, CodeCache& cache);
 
