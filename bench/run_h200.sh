@@ -14,9 +14,8 @@ command="bench/run_h200.sh $bench $out $*"
 # on every shape.
 tune_args=()
 for pv in 0 1; do
-  for cfg in "warps=4,rows_per_warp=16,block_n=64,stages=2" "warps=4,rows_per_warp=16,block_n=128,stages=2" \
-             "warps=8,rows_per_warp=16,block_n=64,stages=2" "warps=4,rows_per_warp=32,block_n=64,stages=2" \
-             "warps=8,rows_per_warp=16,block_n=128,stages=2" "warps=4,rows_per_warp=16,block_n=64,stages=3"; do
+  for cfg in "warps=4,rows_per_warp=32,block_n=64,stages=2" "warps=4,rows_per_warp=32,block_n=32,stages=2" \
+             "warps=4,rows_per_warp=16,block_n=128,stages=2" "warps=8,rows_per_warp=16,block_n=128,stages=2"; do
     tune_args+=(--tune-config "$cfg,pv_fp16=$pv")
   done
 done

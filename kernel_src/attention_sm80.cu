@@ -161,7 +161,11 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS) sj_attention_sm80(SjAtt
           const float qk_scale = q_scale[mt] * k_scale[(first_key + nt * 8) / SJ_QUANT_BLOCK];
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
-            float s = (float)s_acc[mt][nt][i] * qk_scale;  // sj_score with the scale product hoisted
+            // sj_score: float(dot) * (sq * sk), the scale product hoisted. float(dot) is exact through
+            // the 1.5 * 2^23 magic-number trick (|dot| <= 127^2 * 128 < 2^22), which costs an integer
+            // add and an FADD instead of a quarter-rate I2F per score.
+            const float dot = sj_bit_cast<float>(s_acc[mt][nt][i] + 0x4B400000) - 12582912.0f;
+            float s = dot * qk_scale;
             if (needs_mask) {
               const int row = warp_q0 + mt * 16 + g + ((i >> 1) << 3);
               const int key = first_key + nt * 8 + 2 * t + (i & 1);
@@ -179,14 +183,17 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS) sj_attention_sm80(SjAtt
           alpha[mt][h] = sj_rescale(m[mt][h], m_new);
           m[mt][h] = m_new;
         }
-        // p = exp2(s - m + offset); a row with nothing visible yet keeps m = -inf and p = 0.
-        const float m_use[2] = {m[mt][0] == sj_neg_inf() ? 0.0f : m[mt][0], m[mt][1] == sj_neg_inf() ? 0.0f : m[mt][1]};
+        // p = exp2(s - m + offset), evaluated as exp2(s - (m - offset)): one FADD per score (the
+        // rounding differs from the emulator's by an ulp of the exponent: accumulation noise). A row
+        // with nothing visible yet keeps m = -inf and p = 0.
+        const float m_use[2] = {m[mt][0] == sj_neg_inf() ? 0.0f : m[mt][0] - SJ_P_OFFSET,
+                                m[mt][1] == sj_neg_inf() ? 0.0f : m[mt][1] - SJ_P_OFFSET};
         float row_sum[2] = {0.0f, 0.0f};
 #pragma unroll
         for (int nt = 0; nt < SJ_N_TILES; ++nt)
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
-            const float prob = sj_sm80_exp2(score[mt][nt][i] - m_use[i >> 1] + SJ_P_OFFSET);  // = sj_prob
+            const float prob = sj_sm80_exp2(score[mt][nt][i] - m_use[i >> 1]);  // sj_prob
             score[mt][nt][i] = prob;
             row_sum[i >> 1] += prob;
           }
@@ -222,6 +229,11 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS) sj_attention_sm80(SjAtt
         }
 
       // ---- O = O * alpha + P V ----
+      // Once the row maxima settle, alpha is 1 for every row of the warp: skip the rescale then.
+      bool rescale = false;
+#pragma unroll
+      for (int mt = 0; mt < SJ_M_TILES; ++mt) rescale = rescale || alpha[mt][0] != 1.0f || alpha[mt][1] != 1.0f;
+      rescale = __any_sync(0xffffffffu, rescale);
 #pragma unroll
       for (int dt = 0; dt < SJ_D_TILES; dt += 2) {
         float acc[SJ_M_TILES][2][4];
@@ -231,7 +243,7 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS) sj_attention_sm80(SjAtt
           for (int j = 0; j < 2; ++j)
 #pragma unroll
             for (int i = 0; i < 4; ++i)
-              acc[mt][j][i] = SJ_PV_FP16 ? o[mt][dt + j][i] * alpha[mt][i >> 1] : 0.0f;
+              acc[mt][j][i] = SJ_PV_FP16 ? (rescale ? o[mt][dt + j][i] * alpha[mt][i >> 1] : o[mt][dt + j][i]) : 0.0f;
 #pragma unroll
         for (int ks = 0; ks < SJ_PV_STEPS; ++ks) {
           // matrices: (d dt, bytes 0-15), (d dt, bytes 16-31), (d dt+1, 0-15), (d dt+1, 16-31) of step ks
@@ -256,7 +268,8 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS) sj_attention_sm80(SjAtt
           for (int j = 0; j < 2; ++j)
 #pragma unroll
             for (int i = 0; i < 4; ++i)
-              o[mt][dt + j][i] = SJ_PV_FP16 ? acc[mt][j][i] : o[mt][dt + j][i] * alpha[mt][i >> 1] + acc[mt][j][i];
+              o[mt][dt + j][i] = SJ_PV_FP16 ? acc[mt][j][i]
+                                 : (rescale ? o[mt][dt + j][i] * alpha[mt][i >> 1] : o[mt][dt + j][i]) + acc[mt][j][i];
       }
     }
     sj_barrier();  // every warp is done with this stage before it is refilled
