@@ -26,9 +26,14 @@ inline constexpr std::array variables{
     Variable{"SAGEJIT_CACHE_MAX_SIZE", "size cap of the user cache before LRU pruning (e.g. 2G; default 1G)"},
     Variable{"SAGEJIT_DUMP_DIR", "write rendered source, options and code object of every compile here"},
     Variable{"SAGEJIT_CLANG", "AMDGPU-capable clang used by the offline clang compiler (default clang++-22)"},
+    Variable{"SAGEJIT_COMPILER", "kernel compiler on AMD GPUs: hiprtc (default) | clang; NVIDIA always uses nvrtc"},
     Variable{"SAGEJIT_CONFIG_PATH", "extra tuning tables (files or dirs, ':'-separated) that win over shipped ones"},
     Variable{"SAGEJIT_RECORD_MISSES", "append tuning-table misses to this file for the autotuner"},
     Variable{"HIPRTC_COMPILE_OPTIONS_APPEND", "read by hipRTC itself; changes code, so it is part of the cache key"},
+    Variable{"CCC_OVERRIDE_OPTIONS", "read by the clang driver itself; changes code, so it is part of the clang cache key"},
+    Variable{"CUDA_HOME", "CUDA toolkit root; $CUDA_HOME/lib64 is searched for libnvrtc (after the linker path)"},
+    Variable{"ROCM_PATH", "ROCm root; $ROCM_PATH/lib is searched for libamdhip64/libhiprtc (then /opt/rocm/lib)"},
+    Variable{"TMPDIR", "where the clang compiler's private (0700) temporary directories are made (default /tmp)"},
 };
 
 }  // namespace sagejit::env
