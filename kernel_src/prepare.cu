@@ -35,11 +35,12 @@ SJ_DEVICE float sj_load_input(const void* base, sj_i64 offset) {
   return sj_from_dtype(((const sj_u16*)base)[offset], SJ_DTYPE);
 }
 
-SJ_DEVICE int sj_v_slot(int key_in_group) {
+// The key stored in slot `slot` of a group of 32 (the inverse of the target's key -> slot order).
+SJ_DEVICE int sj_v_key_of_slot(int slot) {
 #if SJ_V_PERMUTE == 1
-  return sj_sm80_v_slot_of_key(key_in_group);
+  return sj_sm80_v_key_of_slot(slot);
 #else
-  return key_in_group;
+  return slot;
 #endif
 }
 
@@ -182,10 +183,7 @@ SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int group,
     sj_u32 packed = 0;
 #endif
     for (int i = 0; i < 4; ++i) {
-      // the key that lives in slot slot0 + i (inverse of sj_v_slot, found by search: 32 entries)
-      int key = 0;
-      for (int k = 0; k < SJ_QUANT_BLOCK; ++k)
-        if (sj_v_slot(k) == slot0 + i) key = k;
+      const int key = sj_v_key_of_slot(slot0 + i);
       const bool valid = first_key + key < p.seq_kv;
       const float v = tile[key * SJ_D + d];
 #if SJ_PV_FP16
