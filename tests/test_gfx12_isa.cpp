@@ -1,0 +1,382 @@
+// Build check of the gfx12 (RDNA4) attention kernel without an RDNA4 GPU: every config of the
+// gfx1201 tuning table's candidate space that the descriptor accepts is rendered through the real
+// render path, compiled for gfx1201 by the offline clang backend, and its code object inspected:
+//  - v_wmma_i32_16x16x16_iu8 and v_wmma_f32_16x16x16_fp8_fp8 present, all inside the key-tile loop
+//    (the range of a backward branch), with exactly the algorithmic count per key tile per wave:
+//    QK rows/16 * keys/16 * D/16 and PV D/16 * keys/16 * rows/16;
+//  - no scratch: private segment 0, no scratch_* instruction, no VGPR spill;
+//  - LDS as the descriptor computes it and <= 64 KiB; VGPRs <= 256 and within the descriptor's
+//    estimate (so check_config's acceptance means something).
+// Specimens: bf16 D=128; fp16 D=64 causal + LSE; fp16 D=128 causal + LSE (the most VGPRs; 32-row configs).
+// Also the shared prepare kernel (kernel_src/prepare.cu) is compiled for gfx1201. Skips (saying so)
+// when clang-22 or the LLVM tools are missing.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "compiler/compiler.hpp"
+#include "core/error.hpp"
+#include "kernels/attention_gfx12_desc.hpp"
+#include "kernels/registry.hpp"
+#include "kernels/render.hpp"
+
+namespace fs = std::filesystem;
+using namespace sagejit;
+
+namespace {
+
+constexpr const char* kTarget = "gfx1201";
+
+std::string tool_path(const char* configured) { return configured != nullptr ? std::string(configured) : std::string(); }
+
+bool executable_exists(const std::string& path) { return !path.empty() && fs::exists(path); }
+
+// Runs a command line, returns its stdout (stderr is dropped); nullopt when it fails.
+std::optional<std::string> run_capture(const std::string& command) {
+  FILE* pipe = popen((command + " 2>/dev/null").c_str(), "r");
+  if (pipe == nullptr) return std::nullopt;
+  std::string out;
+  std::array<char, 65536> buffer;
+  std::size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  if (status != 0) return std::nullopt;
+  return out;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string quoted = "'";
+  for (char c : s) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+struct IsaFigures {
+  bool ok = false;
+  std::string error;
+  double compile_seconds = 0;
+  long vgprs = -1, vgpr_spills = -1, sgpr_spills = -1, private_bytes = -1, lds_bytes = -1;
+  int qk_wmma = 0, pv_wmma = 0, scratch_instructions = 0;
+  int qk_wmma_in_loop = 0, pv_wmma_in_loop = 0;
+  bool loop_found = false;
+};
+
+long note_value(const std::string& notes, const std::string& key) {
+  const std::regex pattern("\\." + key + ":\\s+(-?[0-9]+)");
+  std::smatch match;
+  if (std::regex_search(notes, match, pattern)) return std::stol(match[1]);
+  return -1;
+}
+
+// Parses `llvm-objdump -d` output: WMMA and scratch counts, and the WMMAs that lie inside the range
+// [target, branch] of a backward branch (the key-tile loop; everything else in the kernel is unrolled).
+void parse_disassembly(const std::string& text, IsaFigures& figures) {
+  struct Line {
+    unsigned long long address;
+    std::string text;
+  };
+  std::vector<Line> lines;
+  std::map<std::string, unsigned long long> symbols;  // "<name>:" headers
+  const std::regex symbol_header("^([0-9a-fA-F]+) <([^>]+)>:");
+  const std::regex address_comment("// ([0-9a-fA-F]+):");
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch match;
+    if (std::regex_search(line, match, symbol_header)) {
+      symbols[match[2]] = std::stoull(match[1], nullptr, 16);
+      continue;
+    }
+    if (std::regex_search(line, match, address_comment)) lines.push_back({std::stoull(match[1], nullptr, 16), line});
+  }
+  // backward branches: "s_cbranch_* N // ADDR: ... <sym+0xOFF>"
+  const std::regex branch_target("s_(c?)branch\\S*\\s.*<([^+>]+)\\+0x([0-9a-fA-F]+)>");
+  std::vector<std::pair<unsigned long long, unsigned long long>> loops;  // [target, branch]
+  std::vector<unsigned long long> qk, pv;
+  for (const Line& line : lines) {
+    if (line.text.find("v_wmma_i32_16x16x16_iu8") != std::string::npos) qk.push_back(line.address);
+    if (line.text.find("v_wmma_f32_16x16x16_fp8_fp8") != std::string::npos) pv.push_back(line.address);
+    if (line.text.find("scratch_") != std::string::npos) ++figures.scratch_instructions;
+    std::smatch match;
+    if (std::regex_search(line.text, match, branch_target) && symbols.count(match[2])) {
+      const unsigned long long target = symbols[match[2]] + std::stoull(match[3], nullptr, 16);
+      if (target <= line.address) loops.push_back({target, line.address});
+    }
+  }
+  figures.qk_wmma = static_cast<int>(qk.size());
+  figures.pv_wmma = static_cast<int>(pv.size());
+  if (qk.empty() || pv.empty()) return;
+  const unsigned long long first = std::min(qk.front(), pv.front()), last = std::max(qk.back(), pv.back());
+  // The innermost backward-branch range that holds every WMMA is the key-tile loop.
+  std::optional<std::pair<unsigned long long, unsigned long long>> body;
+  for (const auto& loop : loops)
+    if (loop.first <= first && loop.second >= last && (!body || loop.second - loop.first < body->second - body->first))
+      body = loop;
+  if (!body) return;
+  figures.loop_found = true;
+  const auto inside = [&](unsigned long long a) { return a >= body->first && a <= body->second; };
+  figures.qk_wmma_in_loop = static_cast<int>(std::count_if(qk.begin(), qk.end(), inside));
+  figures.pv_wmma_in_loop = static_cast<int>(std::count_if(pv.begin(), pv.end(), inside));
+}
+
+struct Tools {
+  std::string objdump, readelf;
+};
+
+IsaFigures build_and_inspect(const KernelDesc& desc, const TileConfig& config, const Specialization& spec,
+                             const Tools& tools, const fs::path& directory) {
+  IsaFigures figures;
+  try {
+    const RenderedKernel rendered = render_kernel(desc, config, spec, kTarget);
+    const auto start = std::chrono::steady_clock::now();
+    const CompileResult result = clang_compiler().compile({rendered.name, rendered.source, kTarget, rendered.options});
+    figures.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const fs::path object = directory / (rendered.name + ".co");
+    {
+      std::ofstream out(object, std::ios::binary);
+      out.write(reinterpret_cast<const char*>(result.code.data()), static_cast<std::streamsize>(result.code.size()));
+    }
+    const auto notes = run_capture(shell_quote(tools.readelf) + " --notes " + shell_quote(object.string()));
+    const auto disassembly =
+        run_capture(shell_quote(tools.objdump) + " -d --mcpu=" + kTarget + " " + shell_quote(object.string()));
+    if (!notes || !disassembly) {
+      figures.error = "llvm-readelf/llvm-objdump failed on " + object.string();
+      return figures;
+    }
+    figures.vgprs = note_value(*notes, "vgpr_count");
+    figures.vgpr_spills = note_value(*notes, "vgpr_spill_count");
+    figures.sgpr_spills = note_value(*notes, "sgpr_spill_count");
+    figures.private_bytes = note_value(*notes, "private_segment_fixed_size");
+    figures.lds_bytes = note_value(*notes, "group_segment_fixed_size");
+    parse_disassembly(*disassembly, figures);
+    figures.ok = true;
+  } catch (const std::exception& error) {
+    figures.error = error.what();
+  }
+  return figures;
+}
+
+std::vector<TileConfig> candidate_space(const nlohmann::json& params) {
+  std::vector<TileConfig> configs{TileConfig{}};
+  for (const auto& [name, values] : params.items()) {
+    std::vector<TileConfig> next;
+    for (const TileConfig& partial : configs)
+      for (const auto& value : values) {
+        TileConfig config = partial;
+        config[name] = value.get<int>();
+        next.push_back(config);
+      }
+    configs = std::move(next);
+  }
+  return configs;
+}
+
+struct Specimen {
+  const char* label;
+  Specialization spec;
+  int only_rows_per_wave = 0;  // 0: every config; otherwise only configs with this rows_per_wave
+};
+
+}  // namespace
+
+TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the algorithmic WMMA count, no scratch, LDS and VGPRs in budget") {
+  const Tools tools{tool_path(SAGEJIT_TEST_OBJDUMP), tool_path(SAGEJIT_TEST_READELF)};
+  if (!executable_exists(tools.objdump) || !executable_exists(tools.readelf)) {
+    MESSAGE("skipped: llvm-objdump/llvm-readelf (22) not found at configure time");
+    return;
+  }
+  try {
+    (void)clang_compiler();
+  } catch (const Error& error) {
+    MESSAGE("skipped: no offline AMDGPU clang: ", error.what());
+    return;
+  }
+
+  std::ifstream table_file(fs::path(SAGEJIT_SOURCE_DIR) / "configs" / "gfx1201.json");
+  REQUIRE(table_file.good());
+  const nlohmann::json table = nlohmann::json::parse(table_file);
+  const nlohmann::json& attention = table.at("kernels").at("attention");
+  const std::vector<TileConfig> space = candidate_space(attention.at("params"));
+  REQUIRE(!space.empty());
+
+  // bf16 D=128 plain; fp16 D=64 causal with LSE; and fp16 D=128 causal with LSE, the variant with the
+  // most VGPRs (the mask and LSE paths add a few), built only for the configs within a few VGPRs of
+  // the limit (32 rows per wave) to keep the test short.
+  std::vector<Specimen> specimens(3);
+  specimens[0].label = "bf16 D=128";
+  specimens[0].spec.dtype = 0;
+  specimens[0].spec.head_dim = 128;
+  specimens[1].label = "fp16 D=64 causal lse";
+  specimens[1].spec.dtype = 1;
+  specimens[1].spec.head_dim = 64;
+  specimens[1].spec.causal = true;
+  specimens[1].spec.write_lse = true;
+  specimens[2].label = "fp16 D=128 causal lse";
+  specimens[2].spec.dtype = 1;
+  specimens[2].spec.head_dim = 128;
+  specimens[2].spec.causal = true;
+  specimens[2].spec.write_lse = true;
+  specimens[2].only_rows_per_wave = 32;
+  for (Specimen& specimen : specimens) specimen.spec.target = kTarget;
+
+  struct Job {
+    const Specimen* specimen;
+    TileConfig config;
+    Gfx12AttentionFigures expected;
+  };
+  std::vector<Job> jobs;
+  std::string rejected;
+  for (const Specimen& specimen : specimens)
+    for (const TileConfig& config : space) {
+      if (specimen.only_rows_per_wave != 0 && config.at("rows_per_wave") != specimen.only_rows_per_wave) continue;
+      const std::string reason = attention_gfx12_kernel.check_config(config, specimen.spec, kTarget);
+      if (!reason.empty()) {
+        rejected += fmt::format("{} {}: {}\n", specimen.label, config_id(config), reason);
+        continue;
+      }
+      jobs.push_back({&specimen, config, gfx12_attention_figures(gfx12_attention_tile(config), specimen.spec.head_dim)});
+    }
+  if (!rejected.empty()) {
+    const std::string note = "rejected by check_config (not built):\n" + rejected;
+    MESSAGE(note);
+  }
+  // The table's default must be one of the accepted configs for every specimen.
+  const TileConfig default_config = attention.at("default").get<TileConfig>();
+  for (const Specimen& specimen : specimens)
+    CHECK_MESSAGE(attention_gfx12_kernel.check_config(default_config, specimen.spec, kTarget).empty(),
+                  "default config ", config_id(default_config), " rejected for ", specimen.label);
+  REQUIRE(!jobs.empty());
+
+  const fs::path directory = fs::temp_directory_path() / fmt::format("sagejit-gfx12-isa-{}", ::getpid());
+  fs::create_directories(directory);
+  std::vector<IsaFigures> results(jobs.size());
+  // Two compiles at a time (CI has two cores); each is ~1-3 s.
+  for (std::size_t i = 0; i < jobs.size(); i += 2) {
+    std::vector<std::future<IsaFigures>> running;
+    for (std::size_t j = i; j < std::min(i + 2, jobs.size()); ++j)
+      running.push_back(std::async(std::launch::async, build_and_inspect, std::cref(attention_gfx12_kernel),
+                                   std::cref(jobs[j].config), std::cref(jobs[j].specimen->spec), std::cref(tools),
+                                   std::cref(directory)));
+    for (std::size_t j = 0; j < running.size(); ++j) results[i + j] = running[j].get();
+  }
+
+  std::string table_text = "specimen | config | VGPRs (estimate) | LDS B | QK+PV WMMA per tile per wave | compile s\n";
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const Job& job = jobs[i];
+    const IsaFigures& got = results[i];
+    const std::string name = fmt::format("{} {}", job.specimen->label, config_id(job.config));
+    INFO(name, ": ", got.error);
+    REQUIRE(got.ok);
+    table_text += fmt::format("{} | {} | {} ({}) | {} | {}+{} | {:.1f}\n", job.specimen->label, config_id(job.config),
+                              got.vgprs, job.expected.vgpr_estimate, got.lds_bytes, got.qk_wmma, got.pv_wmma,
+                              got.compile_seconds);
+    INFO("VGPRs ", got.vgprs, " (estimate ", job.expected.vgpr_estimate, "), spills ", got.vgpr_spills, "/",
+         got.sgpr_spills, ", private ", got.private_bytes, " B, scratch instructions ", got.scratch_instructions,
+         ", LDS ", got.lds_bytes, " B (expected ", job.expected.lds_bytes, "), WMMA iu8 ", got.qk_wmma, " (", got.qk_wmma_in_loop,
+         " in loop, expected ", job.expected.qk_wmma_per_tile, "), fp8 ", got.pv_wmma, " (", got.pv_wmma_in_loop,
+         " in loop, expected ", job.expected.pv_wmma_per_tile, ")");
+    CHECK(got.qk_wmma > 0);
+    CHECK(got.pv_wmma > 0);
+    CHECK(got.loop_found);
+    CHECK(got.qk_wmma == job.expected.qk_wmma_per_tile);
+    CHECK(got.pv_wmma == job.expected.pv_wmma_per_tile);
+    CHECK(got.qk_wmma_in_loop == got.qk_wmma);
+    CHECK(got.pv_wmma_in_loop == got.pv_wmma);
+    CHECK(got.private_bytes == 0);
+    CHECK(got.scratch_instructions == 0);
+    CHECK(got.vgpr_spills == 0);
+    CHECK(got.sgpr_spills == 0);
+    CHECK(got.lds_bytes == static_cast<long>(job.expected.lds_bytes));
+    CHECK(got.lds_bytes <= static_cast<long>(gfx12_lds_limit_bytes));
+    CHECK(got.vgprs > 0);
+    CHECK(got.vgprs <= gfx12_vgpr_limit);
+    CHECK(got.vgprs <= job.expected.vgpr_estimate);
+  }
+  MESSAGE(table_text);
+
+  // The shared prepare kernel (one source for both vendors) must build for gfx1201 too.
+  const KernelDesc* prepare = nullptr;
+  try {
+    prepare = &kernel_by_name("prepare");
+  } catch (const Error&) {
+    MESSAGE("prepare kernel not registered yet: its gfx1201 build is not checked");
+  }
+  if (prepare != nullptr) {
+    for (const Specimen& specimen : specimens) {
+      const IsaFigures got = build_and_inspect(*prepare, TileConfig{{"threads", 256}}, specimen.spec, tools, directory);
+      const std::string context = fmt::format("prepare {}: {}", specimen.label, got.error);
+      INFO(context);
+      REQUIRE(got.ok);
+      MESSAGE(fmt::format("prepare {} gfx1201: {} VGPRs, {} B LDS, compile {:.1f} s", specimen.label, got.vgprs,
+                          got.lds_bytes, got.compile_seconds));
+      CHECK(got.private_bytes == 0);
+      CHECK(got.scratch_instructions == 0);
+      CHECK(got.vgprs <= gfx12_vgpr_limit);
+    }
+  }
+  std::error_code ignored;
+  fs::remove_all(directory, ignored);
+}
+
+TEST_CASE("gfx12 attention descriptor rejects what the kernel does not support, with reasons") {
+  Specialization spec;
+  spec.target = kTarget;
+  const TileConfig good{{"waves", 4}, {"rows_per_wave", 16}, {"block_n", 32}, {"stages", 2}};
+  CHECK(attention_gfx12_kernel.check_config(good, spec, "gfx1201").empty());
+  CHECK(attention_gfx12_kernel.check_config(good, spec, "gfx1200").empty());
+  CHECK(attention_gfx12_kernel.check_config(good, spec, "gfx1201:xnack-").empty());
+  CHECK(attention_gfx12_kernel.supports_target("gfx1201:sramecc-:xnack-"));
+  CHECK_FALSE(attention_gfx12_kernel.supports_target("gfx1100"));
+  CHECK_FALSE(attention_gfx12_kernel.supports_target("sm_90"));
+  CHECK(attention_gfx12_kernel.check_config(good, spec, "gfx942").find("gfx942") != std::string::npos);
+
+  Specialization d96 = spec;
+  d96.head_dim = 96;
+  CHECK(attention_gfx12_kernel.check_config(good, d96, kTarget).find("head_dim 96") != std::string::npos);
+  Specialization fp32 = spec;
+  fp32.dtype = 2;
+  CHECK(attention_gfx12_kernel.check_config(good, fp32, kTarget).find("dtype") != std::string::npos);
+  Specialization pv16 = spec;
+  pv16.pv_fp16 = true;
+  CHECK(attention_gfx12_kernel.check_config(good, pv16, kTarget).find("pv_fp16") != std::string::npos);
+
+  TileConfig unknown = good;
+  unknown["lds_pad"] = 16;
+  CHECK(attention_gfx12_kernel.check_config(unknown, spec, kTarget).find("lds_pad") != std::string::npos);
+  TileConfig bad_bn = good;
+  bad_bn["block_n"] = 128;
+  CHECK(attention_gfx12_kernel.check_config(bad_bn, spec, kTarget).find("block_n 128") != std::string::npos);
+  // 32 rows a wave at D=128 with 64-key tiles needs more than 256 VGPRs.
+  const TileConfig heavy{{"waves", 4}, {"rows_per_wave", 32}, {"block_n", 64}, {"stages", 2}};
+  CHECK(attention_gfx12_kernel.check_config(heavy, spec, kTarget).find("VGPRs") != std::string::npos);
+
+  // Launch geometry: one workgroup per waves*rows_per_wave query rows, per head, per batch.
+  ProblemShape shape;
+  shape.batch = 3;
+  shape.heads_q = 5;
+  shape.seq_q = 1000;
+  const LaunchGeometry geometry = attention_gfx12_kernel.geometry(0, good, spec, shape);
+  CHECK(geometry.grid[0] == 16u);  // ceil(1000 / 64)
+  CHECK(geometry.grid[1] == 5u);
+  CHECK(geometry.grid[2] == 3u);
+  CHECK(geometry.block[0] == 128u);
+
+  const auto defines = attention_gfx12_kernel.defines(good, spec);
+  CHECK(std::find(defines.begin(), defines.end(), std::pair<std::string, std::string>{"SJ_BLOCK_N", "32"}) != defines.end());
+  CHECK(std::find(defines.begin(), defines.end(), std::pair<std::string, std::string>{"SJ_HEAD_DIM", "128"}) != defines.end());
+}
