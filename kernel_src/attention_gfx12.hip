@@ -4,7 +4,7 @@
 // Workgroup: SJ_WAVES waves; each wave owns SJ_ROWS_PER_WAVE query rows (1 or 2 WMMA column blocks)
 // held in registers for the whole key loop. Key tiles of SJ_BLOCK_N keys (K rows and V^T columns)
 // are staged in LDS, shared by the waves, with SJ_STAGES buffers; the next tile's global loads are
-// issued into registers before the current tile is computed, so their latency hides behind WMMA.
+// issued into registers after the current tile's softmax, so their latency hides behind the PV WMMAs.
 // Fragment layouts and the index math are in arch/mma_gfx12.h (host-tested); the per-element math
 // is common/online_softmax.h, shared with the NVIDIA kernels and the CPU emulator.
 //
@@ -12,7 +12,8 @@
 //   SJ_HEAD_DIM 64|128, SJ_DTYPE 0 (bf16) | 1 (fp16), SJ_CAUSAL 0|1, SJ_WRITE_LSE 0|1,
 //   SJ_WAVES, SJ_ROWS_PER_WAVE 16|32, SJ_BLOCK_N 32|64, SJ_STAGES 1|2.
 // Launch (attention_gfx12_desc.cpp): grid (ceil(Nq / (WAVES*ROWS_PER_WAVE)), Hq, B), block WAVES*32.
-// Workspace pointers must be 16-byte aligned (the runner's workspace layout guarantees it).
+// Workspace pointers must be 16-byte aligned (the runner's workspace layout guarantees it), and a KV
+// head's V workspace must be below 4 GiB (Nk_pad * D < 2^32): per-lane tile offsets are 32-bit.
 #include "common/prelude.h"
 #include "common/online_softmax.h"
 #include "arch/mma_gfx12.h"
@@ -82,8 +83,7 @@ SJ_DEVICE int opaque_tid(int tid) {
 }
 
 // Global offsets are 32-bit and added to a uniform (SGPR) tile base, so each load is one
-// global_load_b128 with a scalar base (a KV head's workspace is below 4 GiB: Nk_pad * D < 2^32;
-// the runner checks it).
+// global_load_b128 with a scalar base (hence the 4 GiB per KV head limit in the header comment).
 SJ_DEVICE void load_k_tile(ChunkRegs& regs, const sj_i8* k_head, int tile_start, int tid) {
   const sj_i8* src = k_head + (long long)tile_start * kD;  // K rows are D contiguous bytes
 #pragma unroll
