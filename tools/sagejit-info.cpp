@@ -1,0 +1,165 @@
+// sagejit-info: what this machine offers sagejit: library version, GPU runtimes and compilers found
+// (versions and paths), devices and their targets, cache dirs and sizes, tuning tables and their entry
+// counts, kernels, and the environment variables in effect. Works (exit 0) without any GPU.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cache/code_cache.hpp"
+#include "common/cli.hpp"
+#include "common/table.hpp"
+#include "common/tables.hpp"
+#include "compiler/compiler.hpp"
+#include "core/build_report.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
+#include "device/device.hpp"
+#include "kernels/registry.hpp"
+
+using namespace sagejit;
+using namespace sagejit::tools;
+
+namespace {
+
+void section(const char* title) { fmt::print("\n== {} ==\n", title); }
+
+// The first line of an error message (a missing runtime lists every path tried; keep the table readable).
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+void print_build() {
+  const BuildReport report = build_report();
+  fmt::print("sagejit {} ({} build, {})\n", report.version, report.build_type, report.cxx_compiler);
+  fmt::print("embedded: {} kernel source files, {} tuning tables; configure-time AMDGPU clang: {}\n",
+             report.embedded_kernel_files, report.embedded_config_files,
+             report.default_clang.empty() ? "none" : report.default_clang);
+}
+
+// Returns the number of GPUs found.
+int print_runtimes_and_devices(bool verbose) {
+  section("GPU runtimes and devices");
+  SummaryTable runtimes({{"runtime"}, {"state"}, {"version"}, {"library"}});
+  SummaryTable devices({{"#", SummaryTable::Align::right}, {"runtime"}, {"name"}, {"target"}, {"full target"},
+                        {"CUs/SMs", SummaryTable::Align::right}, {"memory", SummaryTable::Align::right},
+                        {"LDS/smem per block", SummaryTable::Align::right}});
+  int gpus = 0;
+  for (auto [name, backend] : {std::pair{"CUDA", &cuda_device}, std::pair{"HIP", &hip_device}}) {
+    try {
+      Device& device = backend();
+      const int count = device.device_count();
+      runtimes.add_row({name, fmt::format("loaded, {} device(s)", count), device.runtime_version(), device.library_path()});
+      for (int ordinal = 0; ordinal < count; ++ordinal) {
+        const DeviceInfo info = device.info(ordinal);
+        devices.add_row({std::to_string(ordinal), name, info.name, info.target, info.full_target,
+                         std::to_string(info.compute_units), human_bytes(info.total_memory),
+                         human_bytes(std::max(info.shared_memory_per_block, info.shared_memory_per_block_optin))});
+        ++gpus;
+      }
+    } catch (const Error& error) {
+      const std::string message = verbose ? std::string(error.what()) : first_line(error.what());
+      runtimes.add_row({name, "not available", "-", message});
+    }
+  }
+  runtimes.print();
+  if (gpus == 0) {
+    fmt::print("No GPU found: kernels can still be precompiled (sagejit-precompile); sagejit-selftest and "
+               "sagejit-autotune need a GPU.\n");
+  } else {
+    fmt::print("\n");
+    devices.print();
+  }
+  return gpus;
+}
+
+void print_compilers(bool verbose) {
+  section("Kernel compilers");
+  SummaryTable table({{"compiler"}, {"state"}, {"identity"}, {"location"}});
+  for (CompilerKind kind : {CompilerKind::nvrtc, CompilerKind::hiprtc, CompilerKind::clang}) {
+    try {
+      const Compiler& found = compiler(kind);
+      table.add_row({std::string(to_string(kind)), "available", found.identity(), found.location()});
+    } catch (const Error& error) {
+      table.add_row({std::string(to_string(kind)), "not available", "-",
+                     verbose ? std::string(error.what()) : first_line(error.what())});
+    }
+  }
+  table.print();
+  const auto chosen = env::get("SAGEJIT_COMPILER");
+  fmt::print("AMD GPUs compile with: {}; NVIDIA GPUs with nvrtc\n",
+             chosen ? fmt::format("{} (SAGEJIT_COMPILER)", *chosen) : std::string("hiprtc (default)"));
+}
+
+void print_caches() {
+  section("Code-object caches");
+  try {
+    CodeCache cache(CodeCacheSettings::from_environment());
+    const CacheStats stats = cache.stat();
+    SummaryTable table({{"cache"}, {"directory"}, {"state"}, {"entries", SummaryTable::Align::right},
+                        {"size", SummaryTable::Align::right}, {"cap", SummaryTable::Align::right}});
+    table.add_row({"user", stats.user_dir ? stats.user_dir->string() : "(none)",
+                   stats.user_dir_problem.empty() ? (stats.user_dir ? "in use" : "memory only") : stats.user_dir_problem,
+                   std::to_string(stats.user_entries), human_bytes(stats.user_bytes),
+                   stats.max_bytes ? human_bytes(stats.max_bytes) : "unlimited"});
+    table.add_row({"system", stats.system_dir ? stats.system_dir->string() : "(none)",
+                   stats.system_dir_problem.empty() ? (stats.system_dir ? "searched first" : "-") : stats.system_dir_problem,
+                   std::to_string(stats.system_entries), human_bytes(stats.system_bytes), "read-only"});
+    table.print();
+  } catch (const Error& error) {
+    fmt::print("cache settings are invalid: {}\n", error.what());
+  }
+}
+
+void print_tables() {
+  section("Tuning tables");
+  try {
+    const std::vector<LoadedTableFile> files = loaded_table_files();
+    SummaryTable table({{"file"}, {"arch"}, {"kind"}, {"kernels (entries)"}});
+    for (const LoadedTableFile& file : files) {
+      std::string kernels;
+      for (const auto& [family, kernel] : file.table.kernels)
+        kernels += fmt::format("{}{} ({})", kernels.empty() ? "" : ", ", family, kernel.entries.size());
+      if (!file.table.alias_of.empty()) kernels = "alias of " + file.table.alias_of;
+      table.add_row({file.table.source, file.table.arch, file.overlay ? "overlay" : "shipped", kernels});
+    }
+    table.print();
+  } catch (const Error& error) {
+    fmt::print("a tuning table is invalid (every kernel call would fail): {}\n", error.what());
+  }
+}
+
+void print_kernels() {
+  section("Kernels");
+  SummaryTable table({{"kernel"}, {"family"}, {"source"}, {"entries"}});
+  for (const KernelDesc* desc : all_kernels())
+    table.add_row({desc->name, desc->family, "kernel_src/" + desc->source_path, fmt::format("{}", fmt::join(desc->entries, ", "))});
+  table.print();
+}
+
+void print_environment() {
+  section("Environment variables");
+  SummaryTable table({{"variable"}, {"value"}, {"meaning"}});
+  for (const env::Variable& variable : env::variables) {
+    const auto value = env::get(std::string(variable.name).c_str());
+    table.add_row({std::string(variable.name), value ? *value : "(unset)", std::string(variable.meaning)});
+  }
+  table.print();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool verbose = false;
+  CLI::App app{"Show what sagejit finds on this machine: version, GPU runtimes, compilers, devices, caches, tuning "
+               "tables, environment. Needs no GPU.",
+               "sagejit-info"};
+  app.set_version_flag("--version", tool_version_string("sagejit-info"));
+  app.add_flag("--verbose,-v", verbose, "Show the full reason when a runtime or compiler is not available");
+  return run_tool(app, argc, argv, [&] {
+    print_build();
+    print_runtimes_and_devices(verbose);
+    print_compilers(verbose);
+    print_caches();
+    print_tables();
+    print_kernels();
+    print_environment();
+    return exit_ok;
+  });
+}

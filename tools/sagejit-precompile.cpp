@@ -1,0 +1,431 @@
+// sagejit-precompile: compiles the kernels of one or more archs ahead of time, without a GPU, into the
+// user code-object cache or into a directory laid out as a read-only system cache (shipped with an
+// install), so that first calls in an application are cache hits. docs/TOOLS.md describes the set of
+// code objects it builds and why.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cache/code_cache.hpp"
+#include "common/cli.hpp"
+#include "common/code_object_stats.hpp"
+#include "common/compile_job.hpp"
+#include "common/progress.hpp"
+#include "common/table.hpp"
+#include "common/tables.hpp"
+#include "compiler/target_names.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "kernels/registry.hpp"
+#include "tuning/tuning_table.hpp"
+
+namespace fs = std::filesystem;
+using namespace sagejit;
+using namespace sagejit::tools;
+
+namespace {
+
+struct Options {
+  std::vector<std::string> archs;
+  std::optional<std::string> compiler;
+  std::optional<std::string> cache_dir;
+  std::optional<std::string> system_cache;
+  std::optional<std::string> emit_dir;
+  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::string> kernels;
+  std::vector<std::string> dtypes{"bf16", "fp16"};
+  std::vector<int> head_dims{64, 128};
+  bool dry_run = false;
+  bool all_candidates = false;
+  bool all_specializations = false;
+  bool verbose = false;
+};
+
+// One planned build: a job that the descriptor accepted, or the reason it was skipped.
+struct Planned {
+  KeyedJob keyed;
+  std::string arch;
+};
+
+struct Outcome {
+  std::string status;  // "compiled", "cached (user)", "cached (system)", "FAILED"
+  double ms = 0;
+  std::size_t bytes = 0;
+  CodeObjectStats stats;
+  unsigned extra_shared = 0;  // dynamic shared memory of the launch (descriptor geometry)
+  std::string error;
+};
+
+bool kernel_selected(const KernelDesc& desc, const std::vector<std::string>& wanted) {
+  if (wanted.empty()) return true;
+  return std::find(wanted.begin(), wanted.end(), desc.name) != wanted.end() ||
+         std::find(wanted.begin(), wanted.end(), desc.family) != wanted.end();
+}
+
+// The specializations a first call can ask for, narrowed by --dtype/--head-dim: dtype x head_dim x
+// causal, plus LSE output with --all-specializations. The prepare family has no causal/LSE variants.
+std::vector<Specialization> specializations(const Options& options, const std::string& family, const std::string& arch,
+                                            const std::set<int>& pv_families) {
+  std::vector<Specialization> specs;
+  for (const std::string& dtype : options.dtypes)
+    for (int head_dim : options.head_dims) {
+      Specialization base;
+      base.dtype = dtype == "fp16" ? 1 : 0;
+      base.head_dim = head_dim;
+      base.target = arch;
+      if (family == "attention") {
+        for (bool causal : {false, true})
+          for (bool lse : options.all_specializations ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+            Specialization spec = base;
+            spec.causal = causal;
+            spec.write_lse = lse;
+            specs.push_back(spec);
+          }
+      } else if (family == "prepare") {
+        for (int pv : pv_families) {
+          Specialization spec = base;
+          spec.pv_fp16 = pv != 0;
+          specs.push_back(spec);
+        }
+      } else {
+        specs.push_back(base);
+      }
+    }
+  return specs;
+}
+
+// Does a table entry's problem concern this specialization? (The runtime only considers entries of the
+// call's dtype, head_dim and causal flag.)
+bool entry_applies(const TableEntry& entry, const Specialization& spec) {
+  return static_cast<int>(entry.problem.dtype) == spec.dtype && entry.problem.head_dim == spec.head_dim &&
+         entry.problem.causal == spec.causal;
+}
+
+struct Plan {
+  std::vector<Planned> jobs;
+  std::size_t rejected = 0;  // combinations the descriptor rejected (--all-candidates mostly)
+  std::size_t duplicates = 0;
+  std::vector<std::string> rejected_reasons;
+};
+
+Plan make_plan(const Options& options, const std::optional<CompilerKind>& requested) {
+  const std::vector<LoadedTableFile> files = loaded_table_files();
+  const TuningTables& tables = tuning_tables();
+  const std::vector<std::string> table_archs = tables.archs();
+  Plan plan;
+  std::set<CacheKey> seen;
+  for (const std::string& target : options.archs) {
+    const std::string arch = arch_of_target(target);
+    if (std::find(table_archs.begin(), table_archs.end(), arch) == table_archs.end())
+      fail(ErrorCode::invalid_argument, "--arch {}: no tuning table for this arch (archs with tables: {})", target,
+           fmt::join(table_archs, ", "));
+    // --compiler names the AMD compiler; in a mixed list the NVIDIA targets keep NVRTC.
+    const bool mixed = std::any_of(options.archs.begin(), options.archs.end(),
+                                   [](const std::string& a) { return !is_nvidia_target(a); });
+    const Compiler& compiler =
+        compiler_for_target(target, is_nvidia_target(target) && mixed ? std::nullopt : requested);
+    bool any_kernel = false;
+    for (const KernelDesc* desc : all_kernels()) {
+      if (!kernel_selected(*desc, options.kernels)) continue;
+      if (desc->supports_target != nullptr && !desc->supports_target(arch)) continue;
+      // Without --kernels, only the kernels a call dispatches (families with a tuning table).
+      std::optional<KernelSpace> space;
+      try {
+        space = tables.space(desc->family, arch);
+      } catch (const Error&) {
+        if (options.kernels.empty()) continue;
+      }
+      any_kernel = true;
+      // Attention configs carry the PV family (pv_fp16) on NVIDIA; prepare is built for each family used.
+      std::set<int> pv_families{0};
+      if (desc->family == "prepare") {
+        try {
+          const KernelSpace& attention = tables.space("attention", arch);
+          if (const auto it = attention.params.find("pv_fp16"); it != attention.params.end()) {
+            pv_families.clear();
+            if (options.all_candidates) {
+              pv_families.insert(it->second.begin(), it->second.end());
+            } else {
+              pv_families.insert(attention.default_config.at("pv_fp16"));
+              for (const TableEntry& entry : table_entries(files, "attention", arch))
+                if (const auto pv = entry.config.find("pv_fp16"); pv != entry.config.end()) pv_families.insert(pv->second);
+            }
+          }
+        } catch (const Error&) {
+        }
+      }
+      const std::vector<TableEntry> entries = table_entries(files, desc->family, arch);
+      for (const Specialization& base_spec : specializations(options, desc->family, arch, pv_families)) {
+        std::vector<TileConfig> configs;
+        if (!space) {
+          configs.push_back(TileConfig{});  // a kernel without a table: its descriptor's own defaults
+        } else if (options.all_candidates) {
+          configs = all_configs(*space);
+        } else {
+          configs.push_back(space->default_config);
+          for (const TableEntry& entry : entries)
+            if (desc->family != "attention" || entry_applies(entry, base_spec)) configs.push_back(entry.config);
+        }
+        for (const TileConfig& config : configs) {
+          Specialization spec = base_spec;
+          if (const auto pv = config.find("pv_fp16"); pv != config.end()) spec.pv_fp16 = pv->second != 0;
+          try {
+            KeyedJob keyed = key_job(CompileJob{desc, config, spec, target, &compiler});
+            if (!seen.insert(keyed.key).second) {
+              ++plan.duplicates;
+              continue;
+            }
+            plan.jobs.push_back({std::move(keyed), arch});
+          } catch (const Error& error) {
+            if (error.code() != ErrorCode::unsupported) throw;
+            ++plan.rejected;
+            if (plan.rejected_reasons.size() < 3) plan.rejected_reasons.push_back(error.what());
+          }
+        }
+      }
+    }
+    if (!any_kernel)
+      fail(ErrorCode::invalid_argument, "--kernels {}: no selected kernel supports {} (kernels: {})",
+           fmt::join(options.kernels, ","), target, [] {
+             std::vector<std::string> names;
+             for (const KernelDesc* desc : all_kernels()) names.push_back(desc->name + " (" + desc->family + ")");
+             return fmt::format("{}", fmt::join(names, ", "));
+           }());
+  }
+  return plan;
+}
+
+unsigned dynamic_shared_bytes(const KeyedJob& keyed) {
+  const KernelDesc& desc = *keyed.job.kernel;
+  if (desc.geometry == nullptr) return 0;
+  unsigned bytes = 0;
+  const ProblemShape nominal{1, 1, 1, 1024, 1024};
+  for (int entry = 0; entry < static_cast<int>(desc.entries.size()); ++entry)
+    bytes = std::max(bytes, desc.geometry(entry, keyed.job.config, keyed.job.spec, nominal).dynamic_shared_bytes);
+  return bytes;
+}
+
+// "<kernel>.<config>.<specialization>.<arch>.co|.cubin" with the config id made file-name safe.
+std::string emit_file_name(const Planned& planned) {
+  std::string config = config_id(planned.keyed.job.config);
+  std::replace(config.begin(), config.end(), ',', '_');
+  config.erase(std::remove(config.begin(), config.end(), '='), config.end());
+  if (config.empty()) config = "default";
+  std::string target = planned.keyed.rendered.target;
+  std::replace(target.begin(), target.end(), ':', '_');
+  const bool nvidia = is_nvidia_target(planned.arch);
+  return fmt::format("{}.{}.{}.{}{}", planned.keyed.job.kernel->name, config, specialization_tag(planned.keyed.job.spec),
+                     target, nvidia ? ".cubin" : ".co");
+}
+
+void write_file(const fs::path& path, std::span<const std::byte> bytes) {
+  const fs::path temp = path.string() + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (!out) fail(ErrorCode::cache_error, "--emit-dir: cannot write {}", temp.string());
+  }
+  fs::rename(temp, path);
+}
+
+// A system cache is read by every user: directory 0755, entries 0644, no lock files left behind.
+void finish_system_cache(const fs::path& dir) {
+  std::error_code error;
+  fs::remove_all(dir / "locks", error);
+  ::chmod(dir.c_str(), 0755);
+  for (const auto& entry : fs::directory_iterator(dir, error))
+    if (entry.is_regular_file() && entry.path().extension() == ".sjco") ::chmod(entry.path().c_str(), 0644);
+}
+
+std::string config_cell(const KeyedJob& keyed) {
+  const std::string id = config_id(keyed.job.config);
+  return id.empty() ? "(descriptor default)" : id;
+}
+
+int run(const Options& options) {
+  if (options.verbose) log::set_level(log::Level::info);
+  if (options.archs.empty()) fail(ErrorCode::invalid_argument, "--arch: give at least one arch (e.g. gfx1201,sm_90)");
+  if (options.jobs < 1) fail(ErrorCode::invalid_argument, "--jobs must be at least 1");
+  if (options.cache_dir && options.system_cache)
+    fail(ErrorCode::invalid_argument, "--cache-dir and --system-cache name two destinations; give one");
+  std::optional<CompilerKind> requested;
+  if (options.compiler) requested = parse_compiler_kind(*options.compiler);
+
+  const Plan plan = make_plan(options, requested);
+
+  CodeCacheSettings settings = CodeCacheSettings::from_environment();
+  settings.system_dir.reset();  // precompile fills a cache; it never counts a system entry as done
+  if (options.cache_dir) settings.user_dir = fs::path(*options.cache_dir);
+  if (options.system_cache) {
+    // Parents with the default (umask) mode, so every user can reach the entries; the cache itself
+    // makes only the last component (0700, opened up to 0755 when done).
+    std::error_code error;
+    const fs::path parent = fs::absolute(fs::path(*options.system_cache)).parent_path();
+    fs::create_directories(parent, error);
+    if (error)
+      fail(ErrorCode::invalid_argument, "--system-cache {}: cannot create its parent directory: {}", *options.system_cache,
+           error.message());
+    settings.user_dir = fs::path(*options.system_cache);
+    settings.max_bytes = 0;  // a shipped cache is never pruned
+  }
+  if (!settings.user_dir && !options.dry_run && !options.emit_dir)
+    fail(ErrorCode::cache_error,
+         "no cache directory: SAGEJIT_DISABLE_CACHE is set or no HOME/XDG_CACHE_HOME; give --cache-dir, "
+         "--system-cache or --emit-dir");
+  CodeCache cache(settings);
+
+  const std::string destination = settings.user_dir ? settings.user_dir->string() : std::string("(memory only)");
+  fmt::print("sagejit-precompile: {} code objects for {} into {}{}\n", plan.jobs.size(), fmt::join(options.archs, ","),
+             destination, options.system_cache ? " (system cache layout)" : "");
+  if (plan.rejected)
+    fmt::print("  {} combination(s) rejected by the kernel descriptors, e.g. {}\n", plan.rejected,
+               plan.rejected_reasons.front());
+
+  if (options.dry_run) {
+    SummaryTable table({{"kernel"}, {"config"}, {"specialization"}, {"target"}, {"compiler"}, {"state"}});
+    const auto dir = cache.active_user_dir();
+    std::size_t cached = 0;
+    for (const Planned& planned : plan.jobs) {
+      const bool present = dir && fs::exists(*dir / entry_file_name(planned.keyed.key, planned.keyed.label));
+      cached += present;
+      table.add_row({planned.keyed.job.kernel->name, config_cell(planned.keyed), specialization_text(planned.keyed.job.spec),
+                     planned.keyed.rendered.target, planned.keyed.job.compiler->identity(),
+                     present ? "cached" : "to compile"});
+    }
+    table.print();
+    fmt::print("dry run: {} to compile, {} already cached; nothing was compiled\n", plan.jobs.size() - cached, cached);
+    return exit_ok;
+  }
+
+  std::optional<fs::path> emit_dir;
+  if (options.emit_dir) {
+    emit_dir = fs::path(*options.emit_dir);
+    std::error_code error;
+    fs::create_directories(*emit_dir, error);
+    if (error) fail(ErrorCode::invalid_argument, "--emit-dir {}: cannot create it: {}", emit_dir->string(), error.message());
+  }
+
+  std::vector<Outcome> outcomes(plan.jobs.size());
+  Progress progress("precompile", plan.jobs.size(), stderr_is_terminal());
+  std::atomic<std::size_t> next{0};
+  const auto worker = [&] {
+    for (std::size_t i = next++; i < plan.jobs.size(); i = next++) {
+      const Planned& planned = plan.jobs[i];
+      Outcome& outcome = outcomes[i];
+      try {
+        const CacheLookup lookup = build_job(cache, planned.keyed);
+        outcome.status = lookup.hit == CacheHit::compiled ? "compiled" : fmt::format("cached ({})", to_string(lookup.hit));
+        outcome.ms = lookup.ms;
+        outcome.bytes = lookup.code->size();
+        outcome.stats = read_code_object_stats(*lookup.code);
+        outcome.extra_shared = dynamic_shared_bytes(planned.keyed);
+        if (emit_dir) write_file(*emit_dir / emit_file_name(planned), *lookup.code);
+        progress.item_done(fmt::format("{} {} [{}] {}: {} ({:.0f} ms)", planned.keyed.job.kernel->name,
+                                       config_cell(planned.keyed), specialization_text(planned.keyed.job.spec),
+                                       planned.keyed.rendered.target, outcome.status, outcome.ms));
+      } catch (const std::exception& error) {
+        outcome.status = "FAILED";
+        outcome.error = error.what();
+        progress.message(fmt::format("FAILED: {} {} [{}] {}: {}", planned.keyed.job.kernel->name,
+                                     config_cell(planned.keyed), specialization_text(planned.keyed.job.spec),
+                                     planned.keyed.rendered.target, error.what()));
+        progress.item_done(fmt::format("{}: FAILED", planned.keyed.rendered.name), true);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  const unsigned thread_count = std::min<unsigned>(options.jobs, std::max<std::size_t>(1, plan.jobs.size()));
+  for (unsigned t = 0; t < thread_count; ++t) threads.emplace_back(worker);
+  for (std::thread& thread : threads) thread.join();
+  progress.finish();
+  if (options.system_cache) finish_system_cache(*settings.user_dir);
+
+  SummaryTable table({{"kernel"},
+                      {"config"},
+                      {"specialization"},
+                      {"target"},
+                      {"result"},
+                      {"ms", SummaryTable::Align::right},
+                      {"bytes", SummaryTable::Align::right},
+                      {"regs", SummaryTable::Align::right},
+                      {"lds/smem", SummaryTable::Align::right},
+                      {"scratch", SummaryTable::Align::right},
+                      {"spills", SummaryTable::Align::right}});
+  std::size_t compiled = 0, cached = 0, failed = 0;
+  double compile_ms = 0;
+  for (std::size_t i = 0; i < plan.jobs.size(); ++i) {
+    const Planned& planned = plan.jobs[i];
+    const Outcome& outcome = outcomes[i];
+    if (outcome.status == "FAILED") {
+      ++failed;
+      table.add_row({planned.keyed.job.kernel->name, config_cell(planned.keyed), specialization_text(planned.keyed.job.spec),
+                     planned.keyed.rendered.target, "FAILED", "-", "-", "-", "-", "-", "-"});
+      continue;
+    }
+    if (outcome.status == "compiled") {
+      ++compiled;
+      compile_ms += outcome.ms;
+    } else {
+      ++cached;
+    }
+    std::optional<std::uint64_t> shared = outcome.stats.static_shared;
+    if (shared) *shared += outcome.extra_shared;
+    table.add_row({planned.keyed.job.kernel->name, config_cell(planned.keyed), specialization_text(planned.keyed.job.spec),
+                   planned.keyed.rendered.target, outcome.status, fmt::format("{:.0f}", outcome.ms),
+                   std::to_string(outcome.bytes), figure(outcome.stats.registers), figure(shared),
+                   figure(outcome.stats.scratch), figure(outcome.stats.spills)});
+  }
+  table.print();
+  if (failed == 0 && compiled == 0 && !plan.jobs.empty())
+    fmt::print("all {} code objects were already cached: nothing compiled\n", cached);
+  else
+    fmt::print("{} compiled ({:.1f} s of compile time), {} already cached, {} failed\n", compiled, compile_ms / 1000.0,
+               cached, failed);
+  if (emit_dir) fmt::print("raw code objects written to {}\n", emit_dir->string());
+  if (options.system_cache)
+    fmt::print("system cache ready: point SAGEJIT_SYSTEM_CACHE_DIR at {} (or install it as <prefix>/share/sagejit/cache)\n",
+               settings.user_dir->string());
+  return failed == 0 ? exit_ok : exit_failed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  CLI::App app{"Compile sagejit kernels ahead of time (no GPU needed) into the code-object cache, so first calls are "
+               "cache hits. See docs/TOOLS.md.",
+               "sagejit-precompile"};
+  app.set_version_flag("--version", tool_version_string("sagejit-precompile"));
+  app.add_option("--arch", options.archs, "Target archs, comma-separated (gfx1201, gfx1200, sm_90, sm_89)")
+      ->required()
+      ->delimiter(',');
+  app.add_option("--compiler", options.compiler, "Compiler for AMD targets (NVIDIA targets always use nvrtc)")
+      ->check(CLI::IsMember({"hiprtc", "nvrtc", "clang"}));
+  app.add_option("--cache-dir", options.cache_dir, "User cache to fill (default: SAGEJIT_CACHE_DIR, ~/.cache/sagejit)");
+  app.add_option("--system-cache", options.system_cache,
+                 "Fill DIR laid out as a read-only system cache (e.g. <prefix>/share/sagejit/cache)");
+  app.add_option("--emit-dir", options.emit_dir, "Also write each raw code object as <kernel>.<config>.<spec>.<arch>.co|.cubin");
+  app.add_option("--jobs,-j", options.jobs, "Parallel compiles (default: the number of cores)")->check(CLI::PositiveNumber);
+  app.add_option("--kernels", options.kernels, "Kernel names or families to build (default: every dispatched kernel)")
+      ->delimiter(',');
+  app.add_option("--dtype", options.dtypes, "Input dtypes to specialize for (default: bf16,fp16)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"bf16", "fp16"}));
+  app.add_option("--head-dim", options.head_dims, "Head dims to specialize for (default: 64,128)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({64, 128}));
+  app.add_flag("--all-candidates", options.all_candidates, "Build every config of the tuning space, not just table + default");
+  app.add_flag("--all-specializations", options.all_specializations, "Also build the LSE-output variants");
+  app.add_flag("--dry-run", options.dry_run, "List what would be built (and what is cached) without compiling");
+  app.add_flag("--verbose,-v", options.verbose, "Log cache hits/misses (SAGEJIT_LOG=info)");
+  return run_tool(app, argc, argv, [&] { return run(options); });
+}
