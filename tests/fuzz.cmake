@@ -1,6 +1,7 @@
 # libFuzzer targets (SAGEJIT_FUZZ=ON, as `make sanitize` configures). libFuzzer needs clang; the
 # project's compiler is usually g++, so the fuzzer is compiled directly with clang++ over exactly the
-# sources it needs (the tuning loader and the core helpers), independent of the main toolchain.
+# sources it needs (the tuning loader, config_id and the core helpers), independent of the main
+# toolchain.
 # Output: <build>/fuzz/fuzz_tuning_loader, run briefly by tools/scripts/run_fuzzers.sh.
 if(NOT SAGEJIT_FUZZ)
   return()
@@ -24,6 +25,7 @@ set(sagejit_fuzz_sources
   ${PROJECT_SOURCE_DIR}/runtime/src/tuning/tuning_table.cpp
   ${PROJECT_SOURCE_DIR}/runtime/src/tuning/table_merge.cpp
   ${PROJECT_SOURCE_DIR}/runtime/src/tuning/miss_record.cpp
+  ${PROJECT_SOURCE_DIR}/runtime/src/kernels/config_id.cpp
   ${PROJECT_SOURCE_DIR}/runtime/src/core/error.cpp
   ${PROJECT_SOURCE_DIR}/runtime/src/core/log.cpp
   ${PROJECT_SOURCE_DIR}/runtime/src/core/env.cpp

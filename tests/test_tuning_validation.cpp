@@ -73,7 +73,7 @@ TEST_CASE("the example table of configs/README.md is valid") {
   CHECK(e.pointer == "/kernels/attention/entries/0");
   CHECK(file.kernels.at("attention").entries[1].reason == "carried over from the sm_90 table");
   CHECK_FALSE(file.kernels.at("attention").entries[1].problem.gqa_ratio.has_value());
-  CHECK(tile_config_text(e.config) == "block_n=64,rows_per_wave=32,stages=2,waves=4");
+  CHECK(config_id(e.config) == "block_n=64,rows_per_wave=32,stages=2,waves=4");
 }
 
 TEST_CASE("each validation error names the file, the JSON pointer and what was expected") {

@@ -309,15 +309,6 @@ bool is_arch_name(std::string_view name) {
   return false;
 }
 
-std::string tile_config_text(const TileConfig& config) {
-  std::string text;
-  for (const auto& [name, value] : config) {
-    if (!text.empty()) text += ',';
-    text += fmt::format("{}={}", name, value);
-  }
-  return text;
-}
-
 nlohmann::json parse_table_json(std::string_view text, const std::string& source) {
   // nlohmann keeps the last of duplicate keys; a duplicated key in a hand-edited table is a mistake
   // that would silently drop a value, so the callback tracks the keys of every open object.

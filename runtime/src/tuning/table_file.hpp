@@ -81,7 +81,4 @@ TableFile parse_table(std::string_view text, const std::string& source);
 // True for "sm_<digits>[a]" and "gfx<hex digits>".
 bool is_arch_name(std::string_view name);
 
-// "block_n=64,stages=2,warps=4": keys sorted (same text as kernels' config_id).
-std::string tile_config_text(const TileConfig& config);
-
 }  // namespace sagejit

@@ -202,7 +202,7 @@ Lookup TuningTables::lookup(const ProblemKey& key) const {
     result = {top.table->space.default_config, MatchLevel::default_config, top.file->source,
               fmt::format("/kernels/{}/default", key.kernel)};
   }
-  log::info("tuning: {} -> {} {} ({}#{})", describe(key), to_string(result.level), tile_config_text(result.config),
+  log::info("tuning: {} -> {} {} ({}#{})", describe(key), to_string(result.level), config_id(result.config),
             result.source, result.pointer);
   if (misses_ && result.level != MatchLevel::exact) misses_->record(key);
   return result;
