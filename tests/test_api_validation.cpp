@@ -107,6 +107,9 @@ std::vector<Case> cases(Layout layout) {
       {"k/v sequence beyond 32 bits",
        [n](ValidCall& c) { c.k.shape[n] = c.v.shape[n] = std::int64_t{3} << 30; },
        ErrorCode::unsupported, {"k/v sequence length", "32-bit"}},
+      {"k/v head beyond 2^32 quantized bytes",
+       [n](ValidCall& c) { c.k.shape[n] = c.v.shape[n] = (std::int64_t{1} << 32) / c.k.shape[3]; },
+       ErrorCode::unsupported, {"k/v sequence length", "2^32 bytes per quantized k/v head"}},
       {"quantization blocks beyond 32 bits",
        [h, n](ValidCall& c) {
          c.k.shape[h] = c.v.shape[h] = 1;
