@@ -6,7 +6,8 @@ build=${1:-build}
 run_if() { [[ -x "$build/$1" ]]; }
 if run_if tools/sagejit-info; then "$build/tools/sagejit-info"; fi
 if run_if tools/sagejit-precompile; then
-  "$build/tools/sagejit-precompile" --arch gfx1201
+  # Into the build tree's system-cache layout, which `cmake --install` ships as <prefix>/share/sagejit/cache.
+  "$build/tools/sagejit-precompile" --arch gfx1201 --system-cache "$build/share/sagejit/cache"
 fi
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 || [[ -e /dev/kfd ]]; then
   if run_if tools/sagejit-selftest; then "$build/tools/sagejit-selftest" --quick; fi
