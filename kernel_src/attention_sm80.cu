@@ -12,7 +12,7 @@
 //
 // Grid: (ceil(Nq / BLOCK_M), Hq, B); causal grids run the heaviest query blocks first.
 // Defines: SJ_HEAD_DIM, SJ_WARPS, SJ_ROWS_PER_WARP, SJ_BLOCK_N, SJ_STAGES, SJ_PV_FP16, SJ_DTYPE,
-// SJ_CAUSAL, SJ_WRITE_LSE.
+// SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS (optional, default 1).
 #include "arch/mma_sm80.h"
 #include "common/online_softmax.h"
 #include "common/prelude.h"
@@ -31,26 +31,43 @@
 #define SJ_PV_STEPS (SJ_BLOCK_N * SJ_V_BYTES / 32)       // PV k-steps (32 keys fp8, 16 keys fp16)
 #define SJ_D_TILES (SJ_D / 8)
 #define SJ_THREADS (SJ_WARPS * 32)
+// With 32 rows per warp the Q fragments (32 registers) would push the kernel past 255 registers, so
+// they are staged once in shared memory (after the K/V stages) and re-read with ldmatrix per tile.
+#define SJ_Q_IN_SMEM (SJ_ROWS_PER_WARP == 32)
+
+// Copies `rows` rows of `chunks` 16-byte chunks from `global` (row stride `row_bytes`) into a
+// swizzled shared tile. Thread x always copies chunk x % chunks of rows x / chunks + i * (threads /
+// chunks): one base address per thread plus a constant stride, so the copy loop needs no per-chunk
+// address registers (the swizzle of row r + 8k equals that of row r for the strides used here).
+template <int rows, int chunks>
+SJ_DEVICE void sj_copy_tile(unsigned smem, const sj_u8* global, sj_i64 row_bytes) {
+  constexpr int rows_per_pass = SJ_THREADS / chunks;
+  constexpr int passes = (rows + rows_per_pass - 1) / rows_per_pass;
+  const int row0 = (int)sj_thread_x() / chunks, chunk = (int)sj_thread_x() % chunks;
+  const sj_u8* source = global + row0 * row_bytes + chunk * 16;
+#pragma unroll
+  for (int i = 0; i < passes; ++i) {
+    const int row = row0 + i * rows_per_pass;
+    if (rows % rows_per_pass == 0 || row < rows)
+      sj_cp_async16(smem + sj_sm80_swizzle(row, chunk, chunks), source + i * rows_per_pass * row_bytes);
+  }
+}
 
 // Issue the cp.async copies of key tile `tile` into stage buffer `stage` (all threads take part).
 SJ_DEVICE void sj_load_tile(const SjAttentionParams& p, unsigned smem_base, int stage, int tile, const sj_i8* k_head,
                             const sj_u8* v_head) {
   const unsigned k_smem = smem_base + stage * SJ_STAGE_BYTES;
   const unsigned v_smem = k_smem + SJ_K_TILE_BYTES;
-  const int first_key = tile * SJ_BLOCK_N;
-  for (int c = (int)sj_thread_x(); c < SJ_BLOCK_N * SJ_K_CHUNKS; c += SJ_THREADS) {
-    const int row = c / SJ_K_CHUNKS, chunk = c % SJ_K_CHUNKS;
-    sj_cp_async16(k_smem + sj_sm80_swizzle(row, chunk, SJ_K_CHUNKS), k_head + (sj_i64)(first_key + row) * SJ_D + chunk * 16);
-  }
-  const sj_i64 v_row_bytes = (sj_i64)p.seq_kv_pad * SJ_V_BYTES;
-  for (int c = (int)sj_thread_x(); c < SJ_D * SJ_V_CHUNKS; c += SJ_THREADS) {
-    const int row = c / SJ_V_CHUNKS, chunk = c % SJ_V_CHUNKS;
-    sj_cp_async16(v_smem + sj_sm80_swizzle(row, chunk, SJ_V_CHUNKS),
-                  v_head + row * v_row_bytes + (sj_i64)first_key * SJ_V_BYTES + chunk * 16);
-  }
+  const sj_i64 first_key = (sj_i64)tile * SJ_BLOCK_N;
+  sj_copy_tile<SJ_BLOCK_N, SJ_K_CHUNKS>(k_smem, (const sj_u8*)k_head + first_key * SJ_D, SJ_D);
+  sj_copy_tile<SJ_D, SJ_V_CHUNKS>(v_smem, v_head + first_key * SJ_V_BYTES, (sj_i64)p.seq_kv_pad * SJ_V_BYTES);
 }
 
-extern "C" __global__ void __launch_bounds__(SJ_THREADS) sj_attention_sm80(SjAttentionParams p) {
+#ifndef SJ_MIN_BLOCKS
+#define SJ_MIN_BLOCKS 1
+#endif
+// SJ_MIN_BLOCKS > 1 caps the registers so that many CTAs fit on an SM (more warps to hide latency).
+extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_attention_sm80(SjAttentionParams p) {
   extern __shared__ __align__(128) unsigned char sj_smem[];
   const int lane = (int)sj_thread_x() & 31, warp = (int)sj_thread_x() >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -78,13 +95,28 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS) sj_attention_sm80(SjAtt
     sj_cp_async_commit();
   }
 
-  // Q fragments (A of m16n8k32 s8) straight from global memory: rows past the padded length read 0.
-  unsigned q_frag[SJ_M_TILES][SJ_QK_STEPS][4];
   float q_scale[SJ_M_TILES];
 #pragma unroll
   for (int mt = 0; mt < SJ_M_TILES; ++mt) {
     const int row0 = warp_q0 + mt * 16;
     q_scale[mt] = row0 < p.seq_q_pad ? p.q_scale[q_head * (p.seq_q_pad / SJ_QUANT_BLOCK) + row0 / SJ_QUANT_BLOCK] : 0.0f;
+  }
+#if SJ_Q_IN_SMEM
+  // Q tile [BLOCK_M, D] int8 into swizzled shared memory (rows past the padded length as 0); the
+  // barrier at the top of the first key tile orders these stores before any ldmatrix.
+  const unsigned q_smem = smem_base + SJ_STAGES * SJ_STAGE_BYTES;
+  for (int c = (int)sj_thread_x(); c < SJ_BLOCK_M * SJ_K_CHUNKS; c += SJ_THREADS) {
+    const int row = c / SJ_K_CHUNKS, chunk = c % SJ_K_CHUNKS;
+    uint4 value = make_uint4(0u, 0u, 0u, 0u);
+    if (q0 + row < p.seq_q_pad) value = *(const uint4*)(p.q8 + (q_head * p.seq_q_pad + q0 + row) * SJ_D + chunk * 16);
+    *(uint4*)(sj_smem + SJ_STAGES * SJ_STAGE_BYTES + sj_sm80_swizzle(row, chunk, SJ_K_CHUNKS)) = value;
+  }
+#else
+  // Q fragments (A of m16n8k32 s8) straight from global memory: rows past the padded length read 0.
+  unsigned q_frag[SJ_M_TILES][SJ_QK_STEPS][4];
+#pragma unroll
+  for (int mt = 0; mt < SJ_M_TILES; ++mt) {
+    const int row0 = warp_q0 + mt * 16;
 #pragma unroll
     for (int ks = 0; ks < SJ_QK_STEPS; ++ks)
 #pragma unroll
@@ -95,6 +127,7 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS) sj_attention_sm80(SjAtt
             row < p.seq_q_pad ? *(const unsigned*)(p.q8 + (q_head * p.seq_q_pad + row) * SJ_D + col) : 0u;
       }
   }
+#endif
 
   float o[SJ_M_TILES][SJ_D_TILES][4];
   float m[SJ_M_TILES][2], l[SJ_M_TILES][2];
@@ -110,15 +143,32 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS) sj_attention_sm80(SjAtt
 
   for (int tile = 0; tile < tiles; ++tile) {
     const int stage = tile % SJ_STAGES;
+    const int first_key = tile * SJ_BLOCK_N;
+    // q_scale * k_scale of each 32-key group of this tile, read before the wait so the global loads
+    // overlap it (one product per score group instead of one per n8 tile).
+    float qk_scale[SJ_M_TILES][SJ_BLOCK_N / SJ_QUANT_BLOCK];
+#pragma unroll
+    for (int kg = 0; kg < SJ_BLOCK_N / SJ_QUANT_BLOCK; ++kg) {
+      const float sk = k_scale[first_key / SJ_QUANT_BLOCK + kg];
+#pragma unroll
+      for (int mt = 0; mt < SJ_M_TILES; ++mt) qk_scale[mt][kg] = q_scale[mt] * sk;
+    }
+#if SJ_STAGES > 1
+    // One barrier per tile: after it every warp has finished tile - 1, so its buffer
+    // ((tile + STAGES - 1) % STAGES) is refilled while this tile is computed.
+    sj_cp_async_wait<SJ_STAGES - 2>();
+    sj_barrier();
     {
       const int next = tile + SJ_STAGES - 1;
       if (next < tiles) sj_load_tile(p, smem_base, next % SJ_STAGES, next, k_head, v_head);
       sj_cp_async_commit();
     }
-    sj_cp_async_wait<SJ_STAGES - 1>();
+#else
+    sj_load_tile(p, smem_base, 0, tile, k_head, v_head);
+    sj_cp_async_commit();
+    sj_cp_async_wait<0>();
     sj_barrier();
-
-    const int first_key = tile * SJ_BLOCK_N;
+#endif
     // A warp whose rows all precede this tile's first key (causal) has nothing to add.
     const bool warp_active = !SJ_CAUSAL || first_key <= warp_q0 + SJ_ROWS_PER_WARP - 1;
     if (warp_active) {
@@ -144,8 +194,17 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS) sj_attention_sm80(SjAtt
           sj_ldmatrix_x4(bk, k_smem + sj_sm80_swizzle(row, ks * 2 + (mat & 1), SJ_K_CHUNKS));
 #pragma unroll
           for (int mt = 0; mt < SJ_M_TILES; ++mt) {
-            sj_mma_s8(s_acc[mt][nt], q_frag[mt][ks], bk[0], bk[1]);
-            sj_mma_s8(s_acc[mt][nt + 1], q_frag[mt][ks], bk[2], bk[3]);
+#if SJ_Q_IN_SMEM
+            // matrices: (rows 0-7, bytes 0-15), (rows 8-15, 0-15), (rows 0-7, 16-31), (rows 8-15, 16-31):
+            // exactly the m16n8k32 s8 A registers a0..a3.
+            unsigned qa[4];
+            const int q_row = warp * SJ_ROWS_PER_WARP + mt * 16 + ((mat & 1) << 3) + (lane & 7);
+            sj_ldmatrix_x4(qa, q_smem + sj_sm80_swizzle(q_row, ks * 2 + (mat >> 1), SJ_K_CHUNKS));
+#else
+            const unsigned(&qa)[4] = q_frag[mt][ks];
+#endif
+            sj_mma_s8(s_acc[mt][nt], qa, bk[0], bk[1]);
+            sj_mma_s8(s_acc[mt][nt + 1], qa, bk[2], bk[3]);
           }
         }
 
@@ -158,14 +217,13 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS) sj_attention_sm80(SjAtt
         float tile_max[2] = {sj_neg_inf(), sj_neg_inf()};
 #pragma unroll
         for (int nt = 0; nt < SJ_N_TILES; ++nt) {
-          const float qk_scale = q_scale[mt] * k_scale[(first_key + nt * 8) / SJ_QUANT_BLOCK];
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             // sj_score: float(dot) * (sq * sk), the scale product hoisted. float(dot) is exact through
             // the 1.5 * 2^23 magic-number trick (|dot| <= 127^2 * 128 < 2^22), which costs an integer
             // add and an FADD instead of a quarter-rate I2F per score.
             const float dot = sj_bit_cast<float>(s_acc[mt][nt][i] + 0x4B400000) - 12582912.0f;
-            float s = dot * qk_scale;
+            float s = dot * qk_scale[mt][nt * 8 / SJ_QUANT_BLOCK];
             if (needs_mask) {
               const int row = warp_q0 + mt * 16 + g + ((i >> 1) << 3);
               const int key = first_key + nt * 8 + 2 * t + (i & 1);
@@ -272,7 +330,9 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS) sj_attention_sm80(SjAtt
                                  : (rescale ? o[mt][dt + j][i] * alpha[mt][i >> 1] : o[mt][dt + j][i]) + acc[mt][j][i];
       }
     }
-    sj_barrier();  // every warp is done with this stage before it is refilled
+#if SJ_STAGES == 1
+    sj_barrier();  // every warp is done with the single buffer before it is refilled
+#endif
   }
   sj_cp_async_wait<0>();
 

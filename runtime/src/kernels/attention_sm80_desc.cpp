@@ -1,5 +1,7 @@
 // Descriptor of kernel_src/attention_sm80.cu (mma.sync; NVIDIA sm_80+ ISA, fp8 PV needs sm_89+).
-// Config parameters (configs/sm_*.json): warps, rows_per_warp, block_n, stages, pv_fp16.
+// Config parameters (configs/sm_*.json): warps, rows_per_warp, block_n, stages, pv_fp16, and the
+// optional min_blocks (CTAs per SM requested through __launch_bounds__, which caps the registers per
+// thread at 65536 / (min_blocks * threads); default 1 = no cap beyond 255).
 #include <fmt/format.h>
 
 #include <charconv>
@@ -26,17 +28,19 @@ int param(const TileConfig& config, const char* name, int fallback) {
 }
 
 struct Sm80Tile {
-  int warps, rows_per_warp, block_n, stages, pv_fp16;
+  int warps, rows_per_warp, block_n, stages, pv_fp16, min_blocks;
 };
 
 Sm80Tile tile_of(const TileConfig& config, const Specialization& spec) {
   return {param(config, "warps", 4), param(config, "rows_per_warp", 16), param(config, "block_n", 64),
-          param(config, "stages", 2), param(config, "pv_fp16", spec.pv_fp16 ? 1 : 0)};
+          param(config, "stages", 2), param(config, "pv_fp16", spec.pv_fp16 ? 1 : 0), param(config, "min_blocks", 1)};
 }
 
 unsigned shared_bytes(const Sm80Tile& tile, int head_dim) {
   const int v_bytes = tile.pv_fp16 ? 2 : 1;
-  return static_cast<unsigned>(tile.stages * (tile.block_n * head_dim + head_dim * tile.block_n * v_bytes));
+  // rows_per_warp 32 also stages the CTA's int8 Q tile (SJ_Q_IN_SMEM in the kernel).
+  const int q_bytes = tile.rows_per_warp == 32 ? tile.warps * tile.rows_per_warp * head_dim : 0;
+  return static_cast<unsigned>(tile.stages * (tile.block_n * head_dim + head_dim * tile.block_n * v_bytes) + q_bytes);
 }
 
 template <std::size_t N>
@@ -48,15 +52,21 @@ bool one_of(int value, const int (&allowed)[N]) {
 
 std::string sm80_check(const TileConfig& config, const Specialization& spec, const std::string& target) {
   for (const auto& [name, value] : config)
-    if (name != "warps" && name != "rows_per_warp" && name != "block_n" && name != "stages" && name != "pv_fp16")
-      return fmt::format("unknown attention_sm80 parameter \"{}\" (accepted: block_n, pv_fp16, rows_per_warp, stages, warps)",
-                         name);
+    if (name != "warps" && name != "rows_per_warp" && name != "block_n" && name != "stages" && name != "pv_fp16" &&
+        name != "min_blocks")
+      return fmt::format(
+          "unknown attention_sm80 parameter \"{}\" (accepted: block_n, min_blocks, pv_fp16, rows_per_warp, stages, warps)",
+          name);
   const Sm80Tile tile = tile_of(config, spec);
   if (!one_of(tile.warps, {2, 4, 8})) return fmt::format("warps {} is not one of [2, 4, 8]", tile.warps);
   if (!one_of(tile.rows_per_warp, {16, 32})) return fmt::format("rows_per_warp {} is not one of [16, 32]", tile.rows_per_warp);
   if (!one_of(tile.block_n, {32, 64, 128})) return fmt::format("block_n {} is not one of [32, 64, 128]", tile.block_n);
   if (!one_of(tile.stages, {1, 2, 3})) return fmt::format("stages {} is not one of [1, 2, 3]", tile.stages);
   if (!one_of(tile.pv_fp16, {0, 1})) return fmt::format("pv_fp16 {} is not 0 or 1", tile.pv_fp16);
+  if (!one_of(tile.min_blocks, {1, 2, 3, 4})) return fmt::format("min_blocks {} is not one of [1, 2, 3, 4]", tile.min_blocks);
+  // At most 64 warps per SM (sm_80..sm_90): more resident CTAs than that cannot be requested.
+  if (tile.min_blocks * tile.warps > 64)
+    return fmt::format("min_blocks {} x warps {} exceeds 64 warps per SM", tile.min_blocks, tile.warps);
   if ((tile.pv_fp16 != 0) != spec.pv_fp16)
     return fmt::format("config pv_fp16={} does not match the specialization's pv_fp16={}", tile.pv_fp16, spec.pv_fp16 ? 1 : 0);
   if (spec.head_dim != 64 && spec.head_dim != 128) return fmt::format("head_dim {} is not one of [64, 128]", spec.head_dim);
@@ -80,6 +90,7 @@ std::vector<std::pair<std::string, std::string>> sm80_defines(const TileConfig& 
           {"SJ_BLOCK_N", std::to_string(tile.block_n)},
           {"SJ_STAGES", std::to_string(tile.stages)},
           {"SJ_PV_FP16", std::to_string(tile.pv_fp16)},
+          {"SJ_MIN_BLOCKS", std::to_string(tile.min_blocks)},
           {"SJ_CAUSAL", spec.causal ? "1" : "0"},
           {"SJ_WRITE_LSE", spec.write_lse ? "1" : "0"}};
 }
