@@ -7,22 +7,10 @@
 
 #include <doctest/doctest.h>
 
+#include "random_support.hpp"
 #include "sagejit/sagejit.hpp"
 
 namespace sagejit::test {
-
-inline std::mt19937& api_rng() {
-  static std::mt19937 generator = [] {
-    const unsigned seed = std::random_device{}();
-    MESSAGE("random seed " << seed);
-    return std::mt19937(seed);
-  }();
-  return generator;
-}
-
-inline std::int64_t random_in(std::int64_t lo, std::int64_t hi) {
-  return std::uniform_int_distribution<std::int64_t>(lo, hi)(api_rng());
-}
 
 struct ValidCall {
   TensorView q, k, v, out;

@@ -15,6 +15,9 @@
 
 #include "arch/mma_gfx12.h"
 #include "common/online_softmax.h"
+#include "random_support.hpp"
+
+using sagejit::test::logged_rng;
 
 namespace {
 
@@ -80,21 +83,12 @@ Acc<float> wmma_fp8(const WmmaLayout& layout, const Bytes& a, const Bytes& b, co
   return d;
 }
 
-std::mt19937& rng() {
-  static std::mt19937 engine = [] {
-    const unsigned seed = std::random_device{}();
-    MESSAGE("random seed ", seed);
-    return std::mt19937(seed);
-  }();
-  return engine;
-}
-
-std::int8_t random_i8() { return static_cast<std::int8_t>(std::uniform_int_distribution<int>(-127, 127)(rng())); }
+std::int8_t random_i8() { return static_cast<std::int8_t>(std::uniform_int_distribution<int>(-127, 127)(logged_rng())); }
 
 // A random finite E4M3 code (no NaN 0x7F/0xFF), |value| <= 448.
 std::uint8_t random_e4m3() {
   for (;;) {
-    const auto code = static_cast<std::uint8_t>(std::uniform_int_distribution<int>(0, 255)(rng()));
+    const auto code = static_cast<std::uint8_t>(std::uniform_int_distribution<int>(0, 255)(logged_rng()));
     if ((code & 0x7f) != 0x7f) return code;
   }
 }
@@ -204,11 +198,11 @@ FlowProblem make_flow_problem(int head_dim, int block_n, bool causal) {
       pr.k8[key * head_dim + d] = 0;
     }
   std::uniform_real_distribution<float> scale(0.5e-3f, 2e-3f);
-  pr.q_scale = scale(rng());
+  pr.q_scale = scale(logged_rng());
   pr.k_scale.resize(keys / 32);
-  for (auto& s : pr.k_scale) s = scale(rng());
+  for (auto& s : pr.k_scale) s = scale(logged_rng());
   pr.v_scale.resize(head_dim);
-  for (auto& s : pr.v_scale) s = scale(rng());
+  for (auto& s : pr.v_scale) s = scale(logged_rng());
   return pr;
 }
 

@@ -9,23 +9,15 @@
 
 #include "core/error.hpp"
 #include "kernels/embedded_file.hpp"
+#include "random_support.hpp"
 #include "tuning/tuning_table.hpp"
 
 using namespace sagejit;
+using test::logged_rng;
+using test::random_in;
 using Json = nlohmann::json;
 
 namespace {
-
-std::mt19937& rng() {
-  static std::mt19937 generator = [] {
-    const unsigned seed = std::random_device{}();
-    MESSAGE("random seed " << seed);
-    return std::mt19937(seed);
-  }();
-  return generator;
-}
-
-int random_in(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng()); }
 
 Json config(int block_n, int warps) { return {{"block_n", block_n}, {"warps", warps}}; }
 
@@ -104,7 +96,7 @@ TEST_CASE("exact: the more specific entry wins over a wider one") {
       measured_entry(problem({{"seq_q", {2048, 4096}}, {"seq_kv", {1, 100000}}}), config(64, 8), 30.0),
       measured_entry(problem({{"seq_q", {2048, 4096}}, {"seq_kv", {1, 100000}}, {"gqa_ratio", 2}}), config(128, 8), 40.0),
   };
-  std::shuffle(entries.begin(), entries.end(), rng());  // file order must not matter
+  std::shuffle(entries.begin(), entries.end(), logged_rng());  // file order must not matter
   const auto tables = tables_of({table("sm_90", entries)});
   const int q = random_in(2048, 4096), kv = random_in(1, 100000);
   CHECK(tables.lookup(key(q, kv, 2)).config == TileConfig{{"block_n", 128}, {"warps", 8}});
@@ -181,14 +173,14 @@ TEST_CASE("duplicates: a measured entry beats an unmeasured one, then the lowest
   std::vector<Json> entries = {unmeasured_entry(p, config(32, 4)), measured_entry(p, config(64, 4), 120.0),
                                measured_entry(p, config(128, 8), 100.5), measured_entry(p, config(32, 8), 250.0)};
   for (int round = 0; round < 8; ++round) {
-    std::shuffle(entries.begin(), entries.end(), rng());
+    std::shuffle(entries.begin(), entries.end(), logged_rng());
     const auto tables = tables_of({table("sm_90", entries)});
     CHECK(tables.lookup(key(random_in(1, 8192), random_in(1, 8192))).config == TileConfig{{"block_n", 128}, {"warps", 8}});
   }
   // Equal times: the smaller config wins, whatever the order.
   std::vector<Json> tied = {measured_entry(p, config(64, 8), 100.0), measured_entry(p, config(64, 4), 100.0)};
   for (int round = 0; round < 4; ++round) {
-    std::shuffle(tied.begin(), tied.end(), rng());
+    std::shuffle(tied.begin(), tied.end(), logged_rng());
     CHECK(tables_of({table("sm_90", tied)}).lookup(key(100, 100)).config == TileConfig{{"block_n", 64}, {"warps", 4}});
   }
 }

@@ -15,23 +15,15 @@
 
 #include "core/error.hpp"
 #include "kernels/embedded_file.hpp"
+#include "random_support.hpp"
 #include "tuning/tuning_table.hpp"
 
 using namespace sagejit;
+using test::logged_rng;
+using test::random_in;
 using Json = nlohmann::json;
 
 namespace {
-
-std::mt19937& rng() {
-  static std::mt19937 generator = [] {
-    const unsigned seed = std::random_device{}();
-    MESSAGE("random seed " << seed);
-    return std::mt19937(seed);
-  }();
-  return generator;
-}
-
-int random_in(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng()); }
 
 Json shipped(const std::string& name) {
   for (std::size_t i = 0; i < embedded_config_files_count; ++i)
@@ -96,7 +88,7 @@ TEST_CASE("merging is deterministic, independent of entry order, and idempotent"
   CHECK(merged["kernels"]["attention"]["entries"].size() == 12);
 
   Json shuffled = entries;
-  std::shuffle(shuffled.begin(), shuffled.end(), rng());
+  std::shuffle(shuffled.begin(), shuffled.end(), logged_rng());
   CHECK(canonical_table_text(merge_entries(base, {{"attention", shuffled}})) == text);
   // Again, and into the result itself: nothing changes.
   CHECK(canonical_table_text(merge_entries(merged, {{"attention", shuffled}})) == text);
@@ -128,7 +120,7 @@ TEST_CASE("duplicates: lower measured time wins, unmeasured never beats measured
   std::vector<Json> all = {slow, fast, unmeasured};
   std::string expected;
   for (int round = 0; round < 6; ++round) {
-    std::shuffle(all.begin(), all.end(), rng());
+    std::shuffle(all.begin(), all.end(), logged_rng());
     Json table = base;
     for (const Json& e : all) table = merge_entries(table, {{"attention", {e}}});  // one run at a time
     const Json& entries = table["kernels"]["attention"]["entries"];

@@ -14,25 +14,17 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "random_support.hpp"
 #include "tuning/tuning_table.hpp"
 
 using namespace sagejit;
+using test::logged_rng;
+using test::random_in;
 using Json = nlohmann::json;
 
 namespace {
 
 const std::string data_dir = std::string(SAGEJIT_SOURCE_DIR) + "/tests/data/tuning";
-
-std::mt19937& rng() {
-  static std::mt19937 generator = [] {
-    const unsigned seed = std::random_device{}();
-    MESSAGE("random seed " << seed);
-    return std::mt19937(seed);
-  }();
-  return generator;
-}
-
-int random_in(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng()); }
 
 ProblemKey key(std::string arch, DType dtype, int head_dim, bool causal, int seq_q, int seq_kv, int gqa = 1) {
   ProblemKey k;
