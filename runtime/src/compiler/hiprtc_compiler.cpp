@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "device/dynlib.hpp"
+#include "device/toolkit_dirs.hpp"
 
 namespace sagejit {
 namespace {
@@ -152,15 +153,8 @@ class HiprtcCompiler final : public Compiler {
 
 std::vector<std::string> hiprtc_candidates() {
   // ROCm >= 6: hipRTC is its own library. ROCm 5 (e.g. Debian 12): its symbols are in libamdhip64.
-  const std::vector<std::string> sonames{"libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so", "libamdhip64.so.5",
-                                         "libamdhip64.so"};
-  std::vector<std::string> candidates = sonames;
-  std::vector<std::string> directories;
-  if (auto rocm = env::get("ROCM_PATH")) directories.push_back(*rocm + "/lib");
-  directories.emplace_back("/opt/rocm/lib");
-  for (const auto& directory : directories)
-    for (const auto& soname : sonames) candidates.push_back(directory + "/" + soname);
-  return candidates;
+  return library_candidates({"libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so", "libamdhip64.so.5", "libamdhip64.so"},
+                            rocm_library_dirs());
 }
 
 Functions resolve_functions(const DynamicLibrary& library) {

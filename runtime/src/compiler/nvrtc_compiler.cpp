@@ -9,10 +9,10 @@
 #include "compiler/compiler.hpp"
 #include "compiler/nvrtc_api.hpp"
 #include "compiler/target_names.hpp"
-#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "device/dynlib.hpp"
+#include "device/toolkit_dirs.hpp"
 
 namespace sagejit {
 namespace {
@@ -96,15 +96,8 @@ class NvrtcCompiler final : public Compiler {
 };
 
 std::vector<std::string> nvrtc_candidates() {
-  const std::vector<std::string> sonames{"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
-  std::vector<std::string> candidates = sonames;
   // The CUDA toolkit is usually not on the dynamic linker's path; look where it is installed.
-  std::vector<std::string> directories;
-  if (auto cuda_home = env::get("CUDA_HOME")) directories.push_back(*cuda_home + "/lib64");
-  directories.emplace_back("/usr/local/cuda/lib64");
-  for (const auto& directory : directories)
-    for (const auto& soname : sonames) candidates.push_back(directory + "/" + soname);
-  return candidates;
+  return library_candidates({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}, cuda_toolkit_library_dirs());
 }
 
 Functions resolve_functions(const DynamicLibrary& library) {

@@ -90,6 +90,14 @@ void* DynamicLibrary::optional_symbol(const char* name) const noexcept {
   return ::dlsym(handle_, name);
 }
 
+std::vector<std::string> library_candidates(const std::vector<std::string>& sonames,
+                                            const std::vector<std::string>& install_dirs) {
+  std::vector<std::string> candidates = sonames;
+  for (const auto& directory : install_dirs)
+    for (const auto& soname : sonames) candidates.push_back(directory + "/" + soname);
+  return candidates;
+}
+
 std::string describe_attempts(const std::vector<std::string>& attempts) {
   if (attempts.empty()) return "tried: nothing";
   return fmt::format("tried: {}", fmt::join(attempts, "; "));

@@ -49,6 +49,11 @@ class DynamicLibrary {
   std::string path_;
 };
 
+// The candidates for open_first: each soname as given (the dynamic linker's search), then each soname
+// under each of `install_dirs` in order (toolkits that install without registering with the linker).
+std::vector<std::string> library_candidates(const std::vector<std::string>& sonames,
+                                            const std::vector<std::string>& install_dirs);
+
 // "tried: a (why), b (why)" for error messages.
 std::string describe_attempts(const std::vector<std::string>& attempts);
 

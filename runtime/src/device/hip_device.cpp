@@ -15,6 +15,7 @@
 #include "device/device.hpp"
 #include "device/dynlib.hpp"
 #include "device/hip_api.hpp"
+#include "device/toolkit_dirs.hpp"
 
 namespace sagejit {
 namespace {
@@ -316,15 +317,9 @@ Functions resolve_functions(const DynamicLibrary& library) {
 }
 
 std::vector<std::string> hip_candidates() {
-  const std::vector<std::string> sonames{"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"};
-  std::vector<std::string> candidates = sonames;
   // ROCm installs under /opt/rocm (or $ROCM_PATH) without registering with the dynamic linker.
-  std::vector<std::string> directories;
-  if (auto rocm = env::get("ROCM_PATH")) directories.push_back(*rocm + "/lib");
-  directories.emplace_back("/opt/rocm/lib");
-  for (const auto& directory : directories)
-    for (const auto& soname : sonames) candidates.push_back(directory + "/" + soname);
-  return candidates;
+  return library_candidates({"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"},
+                            rocm_library_dirs());
 }
 
 struct HipLoadOutcome {
