@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "device/dynlib.hpp"
+#include "device/library_loader.hpp"
 #include "device/toolkit_dirs.hpp"
 
 namespace sagejit {
@@ -170,29 +171,12 @@ Functions resolve_functions(const DynamicLibrary& library) {
   return api;
 }
 
-struct HiprtcLoadOutcome {
-  std::unique_ptr<HiprtcCompiler> compiler;
-  std::string error;
-};
-
-HiprtcLoadOutcome load_hiprtc() {
-  std::vector<std::string> attempts;
-  auto library = DynamicLibrary::open_first(hiprtc_candidates(), attempts, "hiprtcCreateProgram");
-  if (!library) return {nullptr, fmt::format("the hipRTC library could not be loaded; {}", describe_attempts(attempts))};
-  try {
-    const Functions api = resolve_functions(*library);
-    return {std::make_unique<HiprtcCompiler>(std::move(*library), api), {}};
-  } catch (const Error& error) {
-    return {nullptr, error.what()};
-  }
-}
-
 }  // namespace
 
 const Compiler& hiprtc_compiler() {
-  static HiprtcLoadOutcome* outcome = new HiprtcLoadOutcome(load_hiprtc());  // process lifetime
-  if (!outcome->compiler) throw Error(ErrorCode::runtime_not_found, outcome->error);
-  return *outcome->compiler;
+  static const auto* outcome = new LoadedLibrary<HiprtcCompiler>(load_library<HiprtcCompiler>(  // process lifetime
+      hiprtc_candidates(), "hiprtcCreateProgram", "the hipRTC library", resolve_functions));
+  return outcome->get();
 }
 
 }  // namespace sagejit

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "device/dynlib.hpp"
+#include "device/library_loader.hpp"
 #include "device/toolkit_dirs.hpp"
 
 namespace sagejit {
@@ -114,29 +115,12 @@ Functions resolve_functions(const DynamicLibrary& library) {
   return api;
 }
 
-struct NvrtcLoadOutcome {
-  std::unique_ptr<NvrtcCompiler> compiler;
-  std::string error;
-};
-
-NvrtcLoadOutcome load_nvrtc() {
-  std::vector<std::string> attempts;
-  auto library = DynamicLibrary::open_first(nvrtc_candidates(), attempts, "nvrtcGetCUBIN");
-  if (!library) return {nullptr, fmt::format("the NVRTC library could not be loaded; {}", describe_attempts(attempts))};
-  try {
-    const Functions api = resolve_functions(*library);
-    return {std::make_unique<NvrtcCompiler>(std::move(*library), api), {}};
-  } catch (const Error& error) {
-    return {nullptr, error.what()};
-  }
-}
-
 }  // namespace
 
 const Compiler& nvrtc_compiler() {
-  static NvrtcLoadOutcome* outcome = new NvrtcLoadOutcome(load_nvrtc());  // process lifetime
-  if (!outcome->compiler) throw Error(ErrorCode::runtime_not_found, outcome->error);
-  return *outcome->compiler;
+  static const auto* outcome = new LoadedLibrary<NvrtcCompiler>(load_library<NvrtcCompiler>(  // process lifetime
+      nvrtc_candidates(), "nvrtcGetCUBIN", "the NVRTC library", resolve_functions));
+  return outcome->get();
 }
 
 }  // namespace sagejit

@@ -14,6 +14,7 @@
 #include "device/cuda_api.hpp"
 #include "device/device.hpp"
 #include "device/dynlib.hpp"
+#include "device/library_loader.hpp"
 
 namespace sagejit {
 namespace {
@@ -327,33 +328,14 @@ Functions resolve_functions(const DynamicLibrary& library) {
   return api;
 }
 
-struct CudaLoadOutcome {
-  std::unique_ptr<CudaDevice> device;
-  std::string error;
-};
-
-CudaLoadOutcome load_cuda() {
-  // libcuda ships with the driver, not the toolkit: the .so.1 soname is the stable one.
-  const std::vector<std::string> candidates{"libcuda.so.1", "libcuda.so"};
-  std::vector<std::string> attempts;
-  auto library = DynamicLibrary::open_first(candidates, attempts, "cuInit");
-  if (!library)
-    return {nullptr, fmt::format("the CUDA driver library could not be loaded; {}", describe_attempts(attempts))};
-  try {
-    const Functions api = resolve_functions(*library);
-    return {std::make_unique<CudaDevice>(std::move(*library), api), {}};
-  } catch (const Error& error) {
-    return {nullptr, error.what()};
-  }
-}
-
 }  // namespace
 
 Device& cuda_device() {
-  // Loaded once; a failure is remembered so every call reports the same, complete reason.
-  static CudaLoadOutcome* outcome = new CudaLoadOutcome(load_cuda());  // never destroyed: see primary_context
-  if (!outcome->device) throw Error(ErrorCode::runtime_not_found, outcome->error);
-  return *outcome->device;
+  // Loaded once; a failure is remembered so every call reports the same, complete reason. libcuda
+  // ships with the driver, not the toolkit: the .so.1 soname is the stable one.
+  static const auto* outcome = new LoadedLibrary<CudaDevice>(  // never destroyed: see primary_context
+      load_library<CudaDevice>({"libcuda.so.1", "libcuda.so"}, "cuInit", "the CUDA driver library", resolve_functions));
+  return outcome->get();
 }
 
 }  // namespace sagejit

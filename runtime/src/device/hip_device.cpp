@@ -14,6 +14,7 @@
 #include "core/log.hpp"
 #include "device/device.hpp"
 #include "device/dynlib.hpp"
+#include "device/library_loader.hpp"
 #include "device/hip_api.hpp"
 #include "device/toolkit_dirs.hpp"
 
@@ -322,31 +323,14 @@ std::vector<std::string> hip_candidates() {
                             rocm_library_dirs());
 }
 
-struct HipLoadOutcome {
-  std::unique_ptr<HipDevice> device;
-  std::string error;
-};
-
-HipLoadOutcome load_hip() {
-  std::vector<std::string> attempts;
-  auto library = DynamicLibrary::open_first(hip_candidates(), attempts, "hipInit");
-  if (!library) return {nullptr, fmt::format("the HIP runtime library could not be loaded; {}", describe_attempts(attempts))};
-  try {
-    const Functions api = resolve_functions(*library);
-    return {std::make_unique<HipDevice>(std::move(*library), api), {}};
-  } catch (const Error& error) {
-    return {nullptr, error.what()};
-  }
-}
-
 }  // namespace
 
 Device& hip_device() {
   // Loaded once; a failure is remembered so every call reports the same, complete reason. Never
   // destroyed: unloading the HIP runtime during static destruction races its own teardown.
-  static HipLoadOutcome* outcome = new HipLoadOutcome(load_hip());
-  if (!outcome->device) throw Error(ErrorCode::runtime_not_found, outcome->error);
-  return *outcome->device;
+  static const auto* outcome = new LoadedLibrary<HipDevice>(
+      load_library<HipDevice>(hip_candidates(), "hipInit", "the HIP runtime library", resolve_functions));
+  return outcome->get();
 }
 
 }  // namespace sagejit
