@@ -42,6 +42,14 @@ inline std::optional<Gpu> find_gpu(std::string& why) {
   }
 }
 
+// The GPU to test on, or nullopt after logging "skipped: <why>"; the test then returns.
+inline std::optional<Gpu> gpu_or_skip() {
+  std::string why;
+  std::optional<Gpu> gpu = find_gpu(why);
+  if (!gpu) MESSAGE("skipped: " << why);
+  return gpu;
+}
+
 // Device memory owned for one test.
 class DeviceBuffer {
  public:

@@ -98,12 +98,8 @@ std::mt19937_64 seeded_rng() {
 }  // namespace
 
 TEST_CASE("attention() matches the fp64 reference through the public API") {
-  std::string why;
-  const std::optional<Gpu> gpu = find_gpu(why);
-  if (!gpu) {
-    MESSAGE("skipped: " << why);
-    return;
-  }
+  const std::optional<Gpu> gpu = gpu_or_skip();
+  if (!gpu) return;
   std::mt19937_64 rng = seeded_rng();
   const std::vector<ApiCase> cases{
       {},
@@ -127,12 +123,8 @@ TEST_CASE("attention() matches the fp64 reference through the public API") {
 }
 
 TEST_CASE("a caller's workspace: exact size works, a smaller one names the size needed") {
-  std::string why;
-  const std::optional<Gpu> gpu = find_gpu(why);
-  if (!gpu) {
-    MESSAGE("skipped: " << why);
-    return;
-  }
+  const std::optional<Gpu> gpu = gpu_or_skip();
+  if (!gpu) return;
   std::mt19937_64 rng = seeded_rng();
   const ApiCase c{.layout = Layout::NHD, .heads_q = 4, .heads_kv = 2, .seq_q = 190, .seq_kv = 310, .lse = true};
   Problem problem(*gpu, c, rng);
@@ -155,12 +147,8 @@ TEST_CASE("a caller's workspace: exact size works, a smaller one names the size 
 }
 
 TEST_CASE("the steady state allocates nothing; threads share the runtime safely") {
-  std::string why;
-  const std::optional<Gpu> gpu = find_gpu(why);
-  if (!gpu) {
-    MESSAGE("skipped: " << why);
-    return;
-  }
+  const std::optional<Gpu> gpu = gpu_or_skip();
+  if (!gpu) return;
   std::mt19937_64 rng = seeded_rng();
   const ApiCase c{.heads_q = 4, .heads_kv = 4, .seq_q = 512, .seq_kv = 512};
   Problem problem(*gpu, c, rng);
@@ -205,12 +193,8 @@ TEST_CASE("the steady state allocates nothing; threads share the runtime safely"
 }
 
 TEST_CASE("errors that need the device: an ordinal out of range") {
-  std::string why;
-  const std::optional<Gpu> gpu = find_gpu(why);
-  if (!gpu) {
-    MESSAGE("skipped: " << why);
-    return;
-  }
+  const std::optional<Gpu> gpu = gpu_or_skip();
+  if (!gpu) return;
   std::mt19937_64 rng = seeded_rng();
   const ApiCase c{};
   Problem problem(*gpu, c, rng);

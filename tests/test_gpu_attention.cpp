@@ -84,12 +84,8 @@ TileConfig config(int warps, int rows_per_warp, int block_n, int stages, int pv_
 }  // namespace
 
 TEST_CASE("GPU attention: quality on random normal inputs, both PV families") {
-  std::string why;
-  const auto gpu = find_gpu(why);
-  if (!gpu) {
-    MESSAGE("skipped: " << why);
-    return;
-  }
+  const auto gpu = gpu_or_skip();
+  if (!gpu) return;
   const Expect issue_thresholds{0.9992, 0.04, true};  // issue 7: random normal, cos >= 0.9992, rel-L1 <= 0.04
   Case c;
   c.heads_q = c.heads_kv = 2;
@@ -108,12 +104,8 @@ TEST_CASE("GPU attention: quality on random normal inputs, both PV families") {
 }
 
 TEST_CASE("GPU attention: K with channel offsets (smoothing)") {
-  std::string why;
-  const auto gpu = find_gpu(why);
-  if (!gpu) {
-    MESSAGE("skipped: " << why);
-    return;
-  }
+  const auto gpu = gpu_or_skip();
+  if (!gpu) return;
   Case c;
   c.seq_q = 512;
   c.seq_kv = 1000;
@@ -126,12 +118,8 @@ TEST_CASE("GPU attention: K with channel offsets (smoothing)") {
 }
 
 TEST_CASE("GPU attention: features and odd lengths") {
-  std::string why;
-  const auto gpu = find_gpu(why);
-  if (!gpu) {
-    MESSAGE("skipped: " << why);
-    return;
-  }
+  const auto gpu = gpu_or_skip();
+  if (!gpu) return;
   const Expect quality{0.999, 0.06, true};
   const Expect emulator_only{0.0, 1.0, false};
 
@@ -203,12 +191,8 @@ TEST_CASE("GPU attention: features and odd lengths") {
 
 // Small enough for compute-sanitizer (memcheck, racecheck): run with -tc="*sanitizer*".
 TEST_CASE("GPU attention: small shapes (sanitizer-sized)") {
-  std::string why;
-  const auto gpu = find_gpu(why);
-  if (!gpu) {
-    MESSAGE("skipped: " << why);
-    return;
-  }
+  const auto gpu = gpu_or_skip();
+  if (!gpu) return;
   const Expect emulator_only{0.0, 1.0, false};
   int seed = 70;
   for (int pv : {0, 1})

@@ -68,12 +68,8 @@ void check_prepare(const Gpu& gpu, const Case& c) {
 }  // namespace
 
 TEST_CASE("GPU prepare matches the emulator bit for bit") {
-  std::string why;
-  const auto gpu = find_gpu(why);
-  if (!gpu) {
-    MESSAGE("skipped: " << why);
-    return;
-  }
+  const auto gpu = gpu_or_skip();
+  if (!gpu) return;
   const TileConfig fp8{{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 64}, {"stages", 2}, {"pv_fp16", 0}};
   const TileConfig fp16{{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 64}, {"stages", 2}, {"pv_fp16", 1}};
 
