@@ -102,7 +102,16 @@ def test_return_lse(causal, smooth_k):
     # magnitude (about 1% with these channel offsets; measured max 0.11 where |s| reaches ~8). A
     # missing smoothing correction would be off by q.mean(k) * scale, about 2-3 here.
     score_scale = scores.masked_fill(scores.isinf(), 0).abs().amax(dim=-1)
-    assert ((lse - expected).abs() <= 0.02 + 0.03 * score_scale).all()
+    tolerance = 0.02 + 0.03 * score_scale
+    if not smooth_k:
+        # Unsmoothed K quantizes its channel offsets too, so a score's error follows |q|.|k|, not |s|
+        # (a causal row 0 sees one key whose score can be near 0). Bound: each element's rounding
+        # error is at most half an INT8 step of its block, doubled here for margin.
+        q_step = q.float().abs().amax(dim=-1) / 127
+        k_step = k.float().abs().amax(dim=(-2, -1), keepdim=True).squeeze(-1) / 127
+        tolerance = tolerance + scale * (q.float().abs().sum(dim=-1) * k_step
+                                         + q_step * k.float().abs().sum(dim=-1).amax(dim=-1, keepdim=True))
+    assert ((lse - expected).abs() <= tolerance).all()
     assert cosine(out, reference(q, k, v, causal=causal, scale=scale)) >= MIN_COS
 
 
