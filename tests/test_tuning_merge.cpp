@@ -25,9 +25,15 @@ using Json = nlohmann::json;
 
 namespace {
 
+// The shipped table's schema, spaces and defaults with no entries: the merge tests count entries,
+// so they must not depend on what the autotuner has measured into the shipped file.
 Json shipped(const std::string& name) {
-  for (std::size_t i = 0; i < embedded_config_files_count; ++i)
-    if (embedded_config_files[i].path == name) return Json::parse(embedded_config_files[i].contents);
+  for (std::size_t i = 0; i < embedded_config_files_count; ++i) {
+    if (embedded_config_files[i].path != name) continue;
+    Json table = Json::parse(embedded_config_files[i].contents);
+    for (auto& [kernel, space] : table["kernels"].items()) space["entries"] = Json::array();
+    return table;
+  }
   FAIL("no embedded " << name);
   return {};
 }
