@@ -37,7 +37,7 @@ test-gpu: build
 sanitize: deps
 	@cmake -S . -B $(SANITIZE_DIR) -G Ninja -DSAGEJIT_SANITIZE=ON -DSAGEJIT_FUZZ=ON $(CMAKE_FLAGS)
 	@cmake --build $(SANITIZE_DIR) -j $(JOBS)
-	@cd $(SANITIZE_DIR) && ctest --output-on-failure -j $(JOBS) -L cpu
+	@cd $(SANITIZE_DIR) && LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ctest --output-on-failure -j $(JOBS) -L cpu
 	@./tools/scripts/run_fuzzers.sh $(SANITIZE_DIR)
 
 clean:
