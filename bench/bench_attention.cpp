@@ -87,6 +87,14 @@ std::vector<double> reference_row(const InputSet& in, const Shape& s, int head, 
   return out;
 }
 
+// Config families reported side by side: mma.sync fp8 PV, mma.sync fp16 PV, wgmma (fp8 PV).
+constexpr int kFamilies = 3;
+constexpr const char* kFamilyNames[kFamilies] = {"sagejit_fp8pv", "sagejit_fp16pv", "sagejit_wgmma_fp8pv"};
+int family_of(const TileConfig& config) {
+  if (config.count("wgmma") && config.at("wgmma")) return 2;
+  return config.count("pv_fp16") && config.at("pv_fp16") ? 1 : 0;
+}
+
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const std::size_t m = values.size() / 2;
@@ -266,8 +274,8 @@ int main(int argc, char** argv) {
     for (const Shape& s : default_shapes())
       if (s.name == tune_shape) shape = s;
     if (shape.name.empty()) throw std::runtime_error("unknown --tune-shape " + tune_shape);
-    double best[2] = {1e30, 1e30};
-    TileConfig best_config[2];
+    double best[kFamilies] = {1e30, 1e30, 1e30};
+    TileConfig best_config[kFamilies];
     nlohmann::json tuning = nlohmann::json::array();
     for (const auto& text : tune_configs) {
       const TileConfig config = parse_config(text);
@@ -275,7 +283,7 @@ int main(int argc, char** argv) {
       record["config"] = config_id(config);
       try {
         const double ms = run_shape(shape, config, false, record);
-        const int family = config.count("pv_fp16") && config.at("pv_fp16") ? 1 : 0;
+        const int family = family_of(config);
         if (ms < best[family]) {
           best[family] = ms;
           best_config[family] = config;
@@ -288,7 +296,7 @@ int main(int argc, char** argv) {
     }
     doc["tuning"] = {{"shape", tune_shape}, {"candidates", tuning}};
     configs.clear();
-    for (int family = 0; family < 2; ++family)
+    for (int family = 0; family < kFamilies; ++family)
       if (best[family] < 1e29) configs.push_back(best_config[family]);
   }
 
@@ -301,7 +309,7 @@ int main(int argc, char** argv) {
       record["seq"] = s.seq;
       record["head_dim"] = s.head_dim;
       record["causal"] = s.causal;
-      record["impl"] = config.count("pv_fp16") && config.at("pv_fp16") ? "sagejit_fp16pv" : "sagejit_fp8pv";
+      record["impl"] = kFamilyNames[family_of(config)];
       record["config"] = config_id(config);
       try {
         run_shape(s, config, true, record);

@@ -10,7 +10,7 @@ shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 command="bench/run_h200.sh $bench $out $*"
-# Candidate configs of each PV family, timed on video-16k-d128; the best of each family is then run
+# Candidate configs of each family (mma.sync fp8 PV, mma.sync fp16 PV, wgmma), timed on video-16k-d128; the best of each family is then run
 # on every shape.
 tune_args=()
 for pv in 0 1; do
@@ -18,6 +18,11 @@ for pv in 0 1; do
              "warps=4,rows_per_warp=16,block_n=128,stages=2" "warps=8,rows_per_warp=16,block_n=128,stages=2"; do
     tune_args+=(--tune-config "$cfg,pv_fp16=$pv")
   done
+done
+# The Hopper wgmma kernel (fp8 PV), its own family in the table.
+for cfg in "warps=4,block_n=128,stages=2" "warps=8,block_n=128,stages=2" "warps=4,block_n=64,stages=3" \
+           "warps=8,block_n=64,stages=2"; do
+  tune_args+=(--tune-config "$cfg,rows_per_warp=16,pv_fp16=0,wgmma=1")
 done
 "$bench" --tune "${tune_args[@]}" "$@" >"$tmp/sagejit.json"
 python3 "$here/sdpa_compare.py" --sagejit-json "$tmp/sagejit.json" --out "$out" \

@@ -100,7 +100,7 @@ def main():
     by_shape = {}
     for r in doc["results"]:
         by_shape.setdefault(r["shape"], {})[r["impl"]] = r
-    header = f"{'shape':24} {'impl':16} {'ms':>8} {'TOPS':>7} {'cos':>8} {'relL1':>7} {'/flash':>7} {'/cuDNN':>7}"
+    header = f"{'shape':24} {'impl':20} {'ms':>8} {'TOPS':>7} {'cos':>8} {'relL1':>7} {'/flash':>7} {'/cuDNN':>7}"
     header += "".join(f" {'/' + a.replace('sage_', '').replace('_int8', '')[:12]:>13}" for a in SAGE_ANCHORS)
     lines = [header]
     for name, impls in by_shape.items():
@@ -108,10 +108,10 @@ def main():
         cudnn = impls.get("sdpa_cudnn_bf16", {}).get("tops")
         for impl, r in impls.items():
             if "tops" not in r:
-                lines.append(f"{name:24} {impl:16} error: {r.get('error', '?')[:80]}")
+                lines.append(f"{name:24} {impl:20} error: {r.get('error', '?')[:80]}")
                 continue
             ratio = lambda ref: f"{r['tops'] / ref:7.2f}" if ref else f"{'-':>7}"
-            line = f"{name:24} {impl:16} {r['ms']:8.3f} {r['tops']:7.1f} {r.get('cos', float('nan')):8.5f} "
+            line = f"{name:24} {impl:20} {r['ms']:8.3f} {r['tops']:7.1f} {r.get('cos', float('nan')):8.5f} "
             line += f"{r.get('rel_l1', float('nan')):7.4f} {ratio(flash)} {ratio(cudnn)}"
             for a in SAGE_ANCHORS:
                 ref = anchors.get((name, a))

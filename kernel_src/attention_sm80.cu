@@ -35,32 +35,14 @@
 // they are staged once in shared memory (after the K/V stages) and re-read with ldmatrix per tile.
 #define SJ_Q_IN_SMEM (SJ_ROWS_PER_WARP == 32)
 
-// Copies `rows` rows of `chunks` 16-byte chunks from `global` (row stride `row_bytes`) into a
-// swizzled shared tile. Thread x always copies chunk x % chunks of rows x / chunks + i * (threads /
-// chunks): one base address per thread plus a constant stride, so the copy loop needs no per-chunk
-// address registers (the swizzle of row r + 8k equals that of row r for the strides used here).
-template <int rows, int chunks>
-SJ_DEVICE void sj_copy_tile(unsigned smem, const sj_u8* global, sj_i64 row_bytes) {
-  constexpr int rows_per_pass = SJ_THREADS / chunks;
-  constexpr int passes = (rows + rows_per_pass - 1) / rows_per_pass;
-  const int row0 = (int)sj_thread_x() / chunks, chunk = (int)sj_thread_x() % chunks;
-  const sj_u8* source = global + row0 * row_bytes + chunk * 16;
-#pragma unroll
-  for (int i = 0; i < passes; ++i) {
-    const int row = row0 + i * rows_per_pass;
-    if (rows % rows_per_pass == 0 || row < rows)
-      sj_cp_async16(smem + sj_sm80_swizzle(row, chunk, chunks), source + i * rows_per_pass * row_bytes);
-  }
-}
-
 // Issue the cp.async copies of key tile `tile` into stage buffer `stage` (all threads take part).
 SJ_DEVICE void sj_load_tile(const SjAttentionParams& p, unsigned smem_base, int stage, int tile, const sj_i8* k_head,
                             const sj_u8* v_head) {
   const unsigned k_smem = smem_base + stage * SJ_STAGE_BYTES;
   const unsigned v_smem = k_smem + SJ_K_TILE_BYTES;
   const sj_i64 first_key = (sj_i64)tile * SJ_BLOCK_N;
-  sj_copy_tile<SJ_BLOCK_N, SJ_K_CHUNKS>(k_smem, (const sj_u8*)k_head + first_key * SJ_D, SJ_D);
-  sj_copy_tile<SJ_D, SJ_V_CHUNKS>(v_smem, v_head + first_key * SJ_V_BYTES, (sj_i64)p.seq_kv_pad * SJ_V_BYTES);
+  sj_copy_tile<SJ_THREADS, SJ_BLOCK_N, SJ_K_CHUNKS>(k_smem, (const sj_u8*)k_head + first_key * SJ_D, SJ_D);
+  sj_copy_tile<SJ_THREADS, SJ_D, SJ_V_CHUNKS>(v_smem, v_head + first_key * SJ_V_BYTES, (sj_i64)p.seq_kv_pad * SJ_V_BYTES);
 }
 
 #ifndef SJ_MIN_BLOCKS

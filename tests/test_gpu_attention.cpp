@@ -209,3 +209,101 @@ TEST_CASE("GPU attention: small shapes (sanitizer-sized)") {
       check_attention(*gpu, c, emulator_only);
     }
 }
+
+// The Hopper wgmma kernel (attention_sm90, config switch wgmma=1): the same checks on its own tile
+// configs. Runs only on sm_90 devices (the sm_90a code does not run elsewhere).
+TEST_CASE("GPU attention: wgmma kernel (sm_90), quality, features and odd lengths") {
+  const auto gpu = gpu_or_skip();
+  if (!gpu) return;
+  if (gpu->target != "sm_90") {
+    MESSAGE("skipped: the wgmma kernel needs an sm_90 device, this one is " << gpu->target);
+    return;
+  }
+  const auto wgmma = [](int warps, int block_n, int stages) {
+    return TileConfig{{"warps", warps}, {"rows_per_warp", 16}, {"block_n", block_n}, {"stages", stages},
+                      {"pv_fp16", 0},   {"wgmma", 1}};
+  };
+  const Expect issue_thresholds{0.9992, 0.04, true};
+  const Expect quality{0.999, 0.06, true};
+  const Expect emulator_only{0.0, 1.0, false};
+  std::uint64_t seed = 100;
+
+  Case c;  // random normal, every tile shape
+  c.heads_q = c.heads_kv = 2;
+  c.seq_q = c.seq_kv = 1024;
+  for (int warps : {4, 8})
+    for (int block_n : {64, 128}) {
+      c.attention = wgmma(warps, block_n, block_n == 64 ? 3 : 2);
+      c.seed = seed++;
+      check_attention(*gpu, c, issue_thresholds);
+    }
+
+  Case offsets;  // K with channel offsets
+  offsets.seq_q = 512;
+  offsets.seq_kv = 1000;
+  offsets.fill = Fill::channel_offsets;
+  offsets.attention = wgmma(4, 128, 2);
+  offsets.seed = seed++;
+  check_attention(*gpu, offsets, quality);
+
+  Case causal;  // fp16, causal square, LSE with smoothing; two warpgroups skip tiles independently
+  causal.dtype = DType::fp16;
+  causal.seq_q = causal.seq_kv = 1000;
+  causal.causal = true;
+  causal.lse = true;
+  causal.attention = wgmma(8, 64, 2);
+  causal.seed = seed++;
+  check_attention(*gpu, causal, quality);
+
+  Case gqa;  // causal Nq < Nk, GQA 4:1, NHD with padded strides
+  gqa.heads_q = 4;
+  gqa.heads_kv = 1;
+  gqa.seq_q = 127;
+  gqa.seq_kv = 4097;
+  gqa.layout = Layout::NHD;
+  gqa.padding = {3, 5, 2};
+  gqa.causal = true;
+  gqa.lse = true;
+  gqa.attention = wgmma(4, 128, 2);
+  gqa.seed = seed++;
+  check_attention(*gpu, gqa, emulator_only);
+
+  Case tall;  // Nq > Nk causal
+  tall.seq_q = 4097;
+  tall.seq_kv = 31;
+  tall.heads_q = tall.heads_kv = 1;
+  tall.causal = true;
+  tall.attention = wgmma(8, 128, 2);
+  tall.seed = seed++;
+  check_attention(*gpu, tall, emulator_only);
+
+  Case d64;  // D=64, MQA, no smoothing, LSE, strided output
+  d64.head_dim = 64;
+  d64.heads_q = 3;
+  d64.heads_kv = 1;
+  d64.seq_q = 1000;
+  d64.seq_kv = 127;
+  d64.smooth_k = false;
+  d64.lse = true;
+  d64.padding = {0, 64, 16};
+  for (int block_n : {64, 128}) {
+    d64.attention = wgmma(4, block_n, 2);
+    d64.seed = seed++;
+    check_attention(*gpu, d64, quality);
+  }
+
+  const std::pair<int, int> lengths[] = {{1, 1}, {17, 33}, {33, 17}, {31, 127}, {127, 31}, {1, 4097}, {100, 161}};
+  for (const auto& [nq, nk] : lengths)
+    for (bool causal_case : {false, true}) {
+      Case odd;
+      odd.seq_q = nq;
+      odd.seq_kv = nk;
+      odd.heads_q = 2;
+      odd.heads_kv = 1;
+      odd.causal = causal_case;
+      odd.lse = (seed % 2) == 0;
+      odd.attention = wgmma(seed % 3 == 0 ? 8 : 4, seed % 2 == 0 ? 64 : 128, 2);
+      odd.seed = seed++;
+      check_attention(*gpu, odd, emulator_only);
+    }
+}

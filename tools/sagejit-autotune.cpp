@@ -250,7 +250,6 @@ int run(const Options& options) {
   if (shapes.empty())
     fail(ErrorCode::invalid_argument, "--misses {}: no attention miss recorded for {}", *options.misses_file, arch);
 
-  const KernelDesc& kernel = find_kernel("attention", arch);
   const KernelSpace& space = tuning_tables().space("attention", arch);
   const std::vector<TileConfig> configs = candidate_configs(space, candidate_count);
   const Compiler& jit_compiler = compiler(compiler_kind_for(device.backend->vendor()));
@@ -266,6 +265,7 @@ int run(const Options& options) {
     for (const TileConfig& config : configs) {
       Candidate candidate{config, {}, {}, 0};
       try {
+        const KernelDesc& kernel = find_kernel("attention", arch, config);
         keyed.push_back(key_job(CompileJob{&kernel, config, specialization_of(shapes[s], config, arch),
                                            device.info.full_target, &jit_compiler}));
         builds.emplace_back(s, per_shape[s].size());

@@ -176,6 +176,7 @@ Plan make_plan(const Options& options, const std::optional<CompilerKind>& reques
             if (desc->family != "attention" || entry_applies(entry, base_spec)) configs.push_back(entry.config);
         }
         for (const TileConfig& config : configs) {
+          if (!kernel_serves_config(*desc, config)) continue;  // another kernel of the family builds it
           Specialization spec = base_spec;
           if (const auto pv = config.find("pv_fp16"); pv != config.end()) spec.pv_fp16 = pv->second != 0;
           try {

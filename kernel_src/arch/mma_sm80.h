@@ -78,6 +78,24 @@ SJ_DEVICE void sj_cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
+// Copies `rows` rows of `chunks` 16-byte chunks from `global` (row stride `row_bytes`) into a
+// swizzled shared tile. Thread x always copies chunk x % chunks of rows x / chunks + i * (threads /
+// chunks): one base address per thread plus a constant stride, so the copy loop needs no per-chunk
+// address registers (the swizzle of row r + 8k equals that of row r for the strides used here).
+template <int threads, int rows, int chunks>
+SJ_DEVICE void sj_copy_tile(unsigned smem, const sj_u8* global, sj_i64 row_bytes) {
+  constexpr int rows_per_pass = threads / chunks;
+  constexpr int passes = (rows + rows_per_pass - 1) / rows_per_pass;
+  const int row0 = (int)sj_thread_x() / chunks, chunk = (int)sj_thread_x() % chunks;
+  const sj_u8* source = global + row0 * row_bytes + chunk * 16;
+#pragma unroll
+  for (int i = 0; i < passes; ++i) {
+    const int row = row0 + i * rows_per_pass;
+    if (rows % rows_per_pass == 0 || row < rows)
+      sj_cp_async16(smem + sj_sm80_swizzle(row, chunk, chunks), source + i * rows_per_pass * row_bytes);
+  }
+}
+
 SJ_DEVICE void sj_ldmatrix_x4(unsigned (&r)[4], unsigned smem) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

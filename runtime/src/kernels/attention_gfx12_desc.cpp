@@ -8,6 +8,8 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "kernels/config_params.hpp"
+
 namespace sagejit {
 namespace {
 
@@ -18,10 +20,6 @@ std::string_view arch_of(const std::string& target) { return std::string_view(ta
 bool gfx12_supports(const std::string& target) {
   const std::string_view arch = arch_of(target);
   return arch == "gfx1200" || arch == "gfx1201";
-}
-
-bool one_of(int value, std::initializer_list<int> allowed) {
-  return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
 }
 
 std::string gfx12_check(const TileConfig& config, const Specialization& spec, const std::string& target) {
@@ -70,17 +68,12 @@ LaunchGeometry gfx12_geometry(int, const TileConfig& config, const Specializatio
   return geometry;
 }
 
-int param(const TileConfig& config, const char* name, int fallback) {
-  const auto it = config.find(name);
-  return it == config.end() ? fallback : it->second;
-}
-
 }  // namespace
 
 Gfx12AttentionTile gfx12_attention_tile(const TileConfig& config) {
   const Gfx12AttentionTile defaults;
-  return {param(config, "waves", defaults.waves), param(config, "rows_per_wave", defaults.rows_per_wave),
-          param(config, "block_n", defaults.block_n), param(config, "stages", defaults.stages)};
+  return {config_param(config, "waves", defaults.waves), config_param(config, "rows_per_wave", defaults.rows_per_wave),
+          config_param(config, "block_n", defaults.block_n), config_param(config, "stages", defaults.stages)};
 }
 
 Gfx12AttentionFigures gfx12_attention_figures(const Gfx12AttentionTile& tile, int head_dim) {

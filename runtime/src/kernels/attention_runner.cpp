@@ -124,7 +124,7 @@ void run_attention(Device& device, int ordinal, const AttentionCall& call, void*
   const WorkspaceLayout layout = workspace_layout(workspace_shape(call, configs.pv_fp16));
 
   const KernelDesc& prepare_desc = find_kernel("prepare", target);
-  const KernelDesc& attention_desc = find_kernel("attention", target);
+  const KernelDesc& attention_desc = find_kernel("attention", target, configs.attention);
   const LoadedKernel& prepare = load_kernel(device, ordinal, prepare_desc, configs.prepare, spec);
   const LoadedKernel& attention = load_kernel(device, ordinal, attention_desc, configs.attention, spec);
 

@@ -4,36 +4,21 @@
 // thread at 65536 / (min_blocks * threads); default 1 = no cap beyond 255).
 #include <fmt/format.h>
 
-#include <charconv>
-
+#include "kernels/config_params.hpp"
 #include "kernels/registry.hpp"
 
 namespace sagejit {
 namespace {
 
-// "sm_90" / "sm_90a" -> 90; 0 when not an NVIDIA target.
-int sm_number(const std::string& target) {
-  if (target.rfind("sm_", 0) != 0) return 0;
-  int value = 0;
-  const char* first = target.data() + 3;
-  const auto [end, error] = std::from_chars(first, target.data() + target.size(), value);
-  return error == std::errc() && end != first ? value : 0;
-}
-
-bool sm80_supports(const std::string& target) { return sm_number(target) >= 80; }
-
-int param(const TileConfig& config, const char* name, int fallback) {
-  const auto it = config.find(name);
-  return it == config.end() ? fallback : it->second;
-}
+bool sm80_supports(const std::string& target) { return nvidia_sm_number(target) >= 80; }
 
 struct Sm80Tile {
   int warps, rows_per_warp, block_n, stages, pv_fp16, min_blocks;
 };
 
 Sm80Tile tile_of(const TileConfig& config, const Specialization& spec) {
-  return {param(config, "warps", 4), param(config, "rows_per_warp", 16), param(config, "block_n", 64),
-          param(config, "stages", 2), param(config, "pv_fp16", spec.pv_fp16 ? 1 : 0), param(config, "min_blocks", 1)};
+  return {config_param(config, "warps", 4), config_param(config, "rows_per_warp", 16), config_param(config, "block_n", 64),
+          config_param(config, "stages", 2), config_param(config, "pv_fp16", spec.pv_fp16 ? 1 : 0), config_param(config, "min_blocks", 1)};
 }
 
 unsigned shared_bytes(const Sm80Tile& tile, int head_dim) {
@@ -43,20 +28,14 @@ unsigned shared_bytes(const Sm80Tile& tile, int head_dim) {
   return static_cast<unsigned>(tile.stages * (tile.block_n * head_dim + head_dim * tile.block_n * v_bytes) + q_bytes);
 }
 
-template <std::size_t N>
-bool one_of(int value, const int (&allowed)[N]) {
-  for (int a : allowed)
-    if (a == value) return true;
-  return false;
-}
-
 std::string sm80_check(const TileConfig& config, const Specialization& spec, const std::string& target) {
   for (const auto& [name, value] : config)
     if (name != "warps" && name != "rows_per_warp" && name != "block_n" && name != "stages" && name != "pv_fp16" &&
-        name != "min_blocks")
+        name != "min_blocks" && name != "wgmma")
       return fmt::format(
-          "unknown attention_sm80 parameter \"{}\" (accepted: block_n, min_blocks, pv_fp16, rows_per_warp, stages, warps)",
+          "unknown attention_sm80 parameter \"{}\" (accepted: block_n, min_blocks, pv_fp16, rows_per_warp, stages, warps, wgmma=0)",
           name);
+  if (config_param(config, "wgmma", 0) != 0) return "wgmma=1 configs belong to attention_sm90";
   const Sm80Tile tile = tile_of(config, spec);
   if (!one_of(tile.warps, {2, 4, 8})) return fmt::format("warps {} is not one of [2, 4, 8]", tile.warps);
   if (!one_of(tile.rows_per_warp, {16, 32})) return fmt::format("rows_per_warp {} is not one of [16, 32]", tile.rows_per_warp);
@@ -71,7 +50,7 @@ std::string sm80_check(const TileConfig& config, const Specialization& spec, con
     return fmt::format("config pv_fp16={} does not match the specialization's pv_fp16={}", tile.pv_fp16, spec.pv_fp16 ? 1 : 0);
   if (spec.head_dim != 64 && spec.head_dim != 128) return fmt::format("head_dim {} is not one of [64, 128]", spec.head_dim);
   if (spec.dtype != 0 && spec.dtype != 1) return fmt::format("dtype {} is not bf16 (0) or fp16 (1)", spec.dtype);
-  const int sm = sm_number(target);
+  const int sm = nvidia_sm_number(target);
   if (sm < 80) return fmt::format("target {} is not an NVIDIA sm_80+ target", target);
   if (!tile.pv_fp16 && sm < 89) return fmt::format("fp8 PV (pv_fp16=0) needs sm_89+, target is {}", target);
   // Shared memory per block with opt-in: 99 KiB on sm_86/sm_89, 163 KiB on sm_80, 227 KiB on sm_90+.

@@ -50,6 +50,13 @@ struct KernelDesc {
   // Grid and block of entry `entry` (index into `entries`) for a problem.
   LaunchGeometry (*geometry)(int entry, const TileConfig& config, const Specialization& spec,
                              const ProblemShape& shape) = nullptr;
+  // When a family has several kernels for one target, the config picks: this kernel serves configs
+  // whose parameter `config_switch` is non-zero ("wgmma": 1). A kernel with an empty switch serves
+  // the configs that turn no other kernel's switch on.
+  std::string config_switch = {};
+  // The compiler target for a device target, when the kernel needs an arch-specific variant
+  // ("sm_90" -> "sm_90a" for wgmma); null: the device target itself.
+  std::string (*compile_target)(const std::string& target) = nullptr;
 };
 
 }  // namespace sagejit

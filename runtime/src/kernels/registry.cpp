@@ -11,6 +11,7 @@ namespace sagejit {
 extern const KernelDesc attention_gfx12_kernel;  // attention_gfx12_desc.cpp (RDNA4 WMMA)
 extern const KernelDesc prepare_kernel;         // prepare_desc.cpp (both vendors)
 extern const KernelDesc attention_sm80_kernel;  // attention_sm80_desc.cpp (NVIDIA mma.sync)
+extern const KernelDesc attention_sm90_kernel;  // attention_sm90_desc.cpp (NVIDIA Hopper wgmma)
 extern const KernelDesc probe_gfx12_kernel;  // matrix-layout probes of sagejit-selftest (probe_desc.cpp)
 extern const KernelDesc probe_sm80_kernel;
 
@@ -21,6 +22,7 @@ const std::vector<const KernelDesc*>& all_kernels() {
       &attention_gfx12_kernel,
       &prepare_kernel,
       &attention_sm80_kernel,
+      &attention_sm90_kernel,
       &probe_gfx12_kernel,
       &probe_sm80_kernel,
   };
@@ -36,12 +38,38 @@ const KernelDesc& find_kernel(std::string_view family, const std::string& target
     if (families.find(desc->family) == std::string::npos) families += (families.empty() ? "" : ", ") + desc->family;
     if (desc->family != family) continue;
     family_known = true;
+    if (!desc->config_switch.empty()) continue;  // chosen only by its config switch
     if (desc->supports_target == nullptr || desc->supports_target(arch)) return *desc;
     targets_note += (targets_note.empty() ? "" : ", ") + desc->name;
   }
   if (!family_known) fail(ErrorCode::invalid_argument, "kernel family \"{}\" is not one of [{}]", family, families);
   fail(ErrorCode::unsupported, "no {} kernel supports target {} (kernels of this family: {})", family, arch,
        targets_note);
+}
+
+const KernelDesc& find_kernel(std::string_view family, const std::string& target, const TileConfig& config) {
+  const std::string arch = target.substr(0, target.find(':'));
+  for (const KernelDesc* desc : all_kernels()) {
+    if (desc->family != family || desc->config_switch.empty()) continue;
+    const auto it = config.find(desc->config_switch);
+    if (it == config.end() || it->second == 0) continue;
+    if (desc->supports_target != nullptr && !desc->supports_target(arch))
+      fail(ErrorCode::unsupported, "config {} selects kernel {} ({}=1), which does not support target {}",
+           config_id(config), desc->name, desc->config_switch, arch);
+    return *desc;
+  }
+  return find_kernel(family, target);
+}
+
+bool kernel_serves_config(const KernelDesc& desc, const TileConfig& config) {
+  const auto switched_on = [&config](const KernelDesc& kernel) {
+    const auto it = config.find(kernel.config_switch);
+    return !kernel.config_switch.empty() && it != config.end() && it->second != 0;
+  };
+  if (!desc.config_switch.empty()) return switched_on(desc);
+  for (const KernelDesc* other : all_kernels())
+    if (other->family == desc.family && switched_on(*other)) return false;
+  return true;
 }
 
 const KernelDesc& kernel_by_name(std::string_view name) {

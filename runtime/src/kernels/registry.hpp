@@ -16,6 +16,14 @@ const std::vector<const KernelDesc*>& all_kernels();
 // the targets/families that exist.
 const KernelDesc& find_kernel(std::string_view family, const std::string& target);
 
+// The same, choosing among the family's kernels for the target by the config's switch parameters
+// (KernelDesc::config_switch): the kernel whose switch is non-zero in `config`, else the one without
+// a switch. Throws Error(unsupported) when the switched-on kernel does not support the target.
+const KernelDesc& find_kernel(std::string_view family, const std::string& target, const TileConfig& config);
+
+// True when `desc` is the kernel of its family that `config` selects (see find_kernel above).
+bool kernel_serves_config(const KernelDesc& desc, const TileConfig& config);
+
 // By unique name ("attention_sm80"); throws Error(invalid_argument) listing the known names.
 const KernelDesc& kernel_by_name(std::string_view name);
 

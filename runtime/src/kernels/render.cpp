@@ -172,7 +172,7 @@ RenderedKernel render_kernel(const KernelDesc& desc, const TileConfig& config, c
            arch, reason);
   }
   RenderedKernel rendered;
-  rendered.target = target;
+  rendered.target = desc.compile_target != nullptr ? desc.compile_target(target) : target;
   rendered.name = fmt::format("{}.{}.{}", desc.name, config_id(config), arch);
   rendered.entries = desc.entries;
   const Defines defines = desc.defines != nullptr ? desc.defines(config, spec) : Defines{};

@@ -1,0 +1,229 @@
+// Attention stage of docs/NUMERICS.md for NVIDIA Hopper (sm_90a) with warpgroup MMA: INT8 QK^T
+// (wgmma m64nNk32 s8, Q and K from shared memory), online softmax in the log2 domain, PV in native
+// e4m3 (wgmma m64nDk32, P from registers, V from shared memory) into a fresh fp32 accumulator per
+// key tile that is added to O (two-level accumulation: Hopper's fp8 MMA keeps ~22 bits).
+//
+// One CTA = SJ_WARPGROUPS warpgroups of 128 threads; warpgroup wg owns query rows 64 wg .. 64 wg + 63
+// of the CTA's block (warp w of the CTA: rows 16 w .. 16 w + 15, as in the accumulator layout of
+// arch/wgmma_sm90.h). The int8 Q tile is loaded once; K tiles [BLOCK_N, D] int8 and V tiles
+// [D, BLOCK_N] e4m3 (keys contiguous, in the sm80 slot order written by prepare) stream through
+// SJ_STAGES shared-memory buffers with cp.async, stored in the swizzled K-major layout wgmma reads.
+// Within a tile, the QK^T of tile j + 1 is issued before the softmax of tile j, so the tensor cores
+// compute it while the warpgroup does the exponentials (and the PV of tile j overlaps the rescale).
+//
+// Grid: (ceil(Nq / BLOCK_M), Hq, B); causal grids run the heaviest query blocks first.
+// Defines: SJ_HEAD_DIM (64|128), SJ_WARPGROUPS (1|2), SJ_BLOCK_N (64|128), SJ_STAGES (2|3), SJ_DTYPE,
+// SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS.
+#include "arch/mma_sm80.h"
+#include "arch/wgmma_sm90.h"
+#include "common/online_softmax.h"
+#include "common/prelude.h"
+
+#define SJ_D SJ_HEAD_DIM
+#define SJ_THREADS (SJ_WARPGROUPS * 128)
+#define SJ_BLOCK_M (SJ_WARPGROUPS * 64)
+#define SJ_Q_TILE_BYTES (SJ_BLOCK_M * SJ_D)
+#define SJ_K_TILE_BYTES (SJ_BLOCK_N * SJ_D)
+#define SJ_V_TILE_BYTES (SJ_D * SJ_BLOCK_N)
+#define SJ_STAGE_BYTES (SJ_K_TILE_BYTES + SJ_V_TILE_BYTES)
+#define SJ_S_REGS (SJ_BLOCK_N / 2)  // score accumulator registers per thread (64 x BLOCK_N / 128)
+#define SJ_O_REGS (SJ_D / 2)        // output accumulator registers per thread
+#define SJ_QK_STEPS (SJ_D / 32)
+#define SJ_PV_STEPS (SJ_BLOCK_N / 32)
+
+#if SJ_BLOCK_N == 128
+#define sj_wgmma_qk sj_wgmma_s8_n128
+#else
+#define sj_wgmma_qk sj_wgmma_s8_n64
+#endif
+#if SJ_D == 128
+#define sj_wgmma_pv sj_wgmma_e4m3_n128
+#else
+#define sj_wgmma_pv sj_wgmma_e4m3_n64
+#endif
+
+#ifndef SJ_MIN_BLOCKS
+#define SJ_MIN_BLOCKS 1
+#endif
+
+// Issue the cp.async copies of key tile `tile` into stage buffer `stage` (all threads take part).
+SJ_DEVICE void sj_sm90_load_tile(const SjAttentionParams& p, unsigned stage_smem, int tile, const sj_i8* k_head,
+                                 const sj_u8* v_head) {
+  const sj_i64 first_key = (sj_i64)tile * SJ_BLOCK_N;
+  sj_copy_tile<SJ_THREADS, SJ_BLOCK_N, SJ_D / 16>(stage_smem, (const sj_u8*)k_head + first_key * SJ_D, SJ_D);
+  sj_copy_tile<SJ_THREADS, SJ_D, SJ_BLOCK_N / 16>(stage_smem + SJ_K_TILE_BYTES, v_head + first_key,
+                                                  (sj_i64)p.seq_kv_pad);
+}
+
+// S = Q K^T of one key tile for this warpgroup, issued asynchronously (committed as one group).
+SJ_DEVICE void sj_sm90_issue_qk(int (&s)[SJ_S_REGS], unsigned q_smem, unsigned k_smem) {
+  sj_wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < SJ_QK_STEPS; ++ks)
+    sj_wgmma_qk(s, sj_sm90_desc(q_smem + 32 * ks, SJ_D), sj_sm90_desc(k_smem + 32 * ks, SJ_D), ks > 0);
+  sj_wgmma_commit();
+}
+
+extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_attention_sm90(SjAttentionParams p) {
+  extern __shared__ __align__(1024) unsigned char sj_smem[];
+  const int lane = (int)sj_thread_x() & 31, warp = (int)sj_thread_x() >> 5;
+  const int wg = warp >> 2;
+  const int g = lane >> 2, t = lane & 3;
+  const int query_blocks = (int)sj_grid_x();
+  const int block = SJ_CAUSAL ? query_blocks - 1 - (int)sj_block_x() : (int)sj_block_x();
+  const int hq = (int)sj_block_y(), b = (int)sj_block_z();
+  const int hk = hq / p.gqa_ratio;
+  const int q0 = block * SJ_BLOCK_M;
+  const int wg_q0 = q0 + 64 * wg;
+  const int warp_q0 = q0 + 16 * warp;
+
+  const sj_i64 q_head = (sj_i64)b * p.heads_q + hq;
+  const sj_i64 kv_head = (sj_i64)b * p.heads_kv + hk;
+  const sj_i8* k_head = p.k8 + kv_head * p.seq_kv_pad * SJ_D;
+  const sj_u8* v_head = (const sj_u8*)p.v_quant + kv_head * SJ_D * p.seq_kv_pad;
+  const float* k_scale = p.k_scale + kv_head * (p.seq_kv_pad / SJ_QUANT_BLOCK);
+  // wgmma's swizzle is a function of the absolute shared address: align the tiles to 1024 bytes
+  // (the descriptor asks for 1 KiB more than the tiles).
+  const unsigned smem_base = (sj_smem_addr(sj_smem) + 1023u) & ~1023u;
+  const unsigned q_smem = smem_base;
+  const unsigned stages_smem = smem_base + SJ_Q_TILE_BYTES;
+
+  const int keys = sj_keys_to_visit(q0, SJ_BLOCK_M, p.seq_kv, SJ_CAUSAL);
+  const int tiles = (keys + SJ_BLOCK_N - 1) / SJ_BLOCK_N;
+  // Causal: this warpgroup's rows see keys < wg_q0 + 64 only; its later tiles are skipped (a
+  // warpgroup-uniform decision, as wgmma needs all four warps).
+  const int wg_keys = sj_keys_to_visit(wg_q0, 64, p.seq_kv, SJ_CAUSAL);
+  const int wg_tiles = (wg_keys + SJ_BLOCK_N - 1) / SJ_BLOCK_N;
+
+  // Q (in the first commit group, with tile 0), then the first STAGES - 1 key tiles. Q rows past the
+  // padded length cannot occur (BLOCK_M divides SJ_SEQ_PAD), nor can key tiles past it.
+  sj_copy_tile<SJ_THREADS, SJ_BLOCK_M, SJ_D / 16>(q_smem, (const sj_u8*)(p.q8 + (q_head * p.seq_q_pad + q0) * SJ_D),
+                                                  SJ_D);
+#pragma unroll
+  for (int s = 0; s < SJ_STAGES - 1; ++s) {
+    if (s < tiles) sj_sm90_load_tile(p, stages_smem + s * SJ_STAGE_BYTES, s, k_head, v_head);
+    sj_cp_async_commit();
+  }
+
+  const float q_scale = p.q_scale[q_head * (p.seq_q_pad / SJ_QUANT_BLOCK) + warp_q0 / SJ_QUANT_BLOCK];
+  const unsigned wg_q_smem = q_smem + wg * 64 * SJ_D;
+
+  float o[SJ_O_REGS];
+#pragma unroll
+  for (int i = 0; i < SJ_O_REGS; ++i) o[i] = 0.0f;
+  float m[2] = {sj_neg_inf(), sj_neg_inf()}, l[2] = {0.0f, 0.0f};
+  int s_acc[SJ_S_REGS];
+
+  for (int tile = 0; tile < tiles; ++tile) {
+    const int stage = tile % SJ_STAGES;
+    const int first_key = tile * SJ_BLOCK_N;
+    float qk_scale[SJ_BLOCK_N / SJ_QUANT_BLOCK];
+#pragma unroll
+    for (int kg = 0; kg < SJ_BLOCK_N / SJ_QUANT_BLOCK; ++kg) qk_scale[kg] = q_scale * k_scale[first_key / SJ_QUANT_BLOCK + kg];
+
+    // After this barrier every thread's copies of this tile have landed (and are visible to the
+    // async proxy) and every warpgroup has finished tile - 1, whose buffer is refilled now.
+    sj_cp_async_wait<SJ_STAGES - 2>();
+    sj_fence_async_shared();
+    sj_barrier();
+    {
+      const int next = tile + SJ_STAGES - 1;
+      if (next < tiles) sj_sm90_load_tile(p, stages_smem + (next % SJ_STAGES) * SJ_STAGE_BYTES, next, k_head, v_head);
+      sj_cp_async_commit();
+    }
+    if (tile >= wg_tiles) continue;
+    const unsigned k_smem = stages_smem + stage * SJ_STAGE_BYTES;
+    const unsigned v_smem = k_smem + SJ_K_TILE_BYTES;
+
+    sj_sm90_issue_qk(s_acc, wg_q_smem, k_smem);
+    sj_wgmma_wait<0>();
+    sj_wgmma_fence_operands(s_acc);
+
+    // ---- online softmax (log2 domain); rows g and g + 8 of this warp's 16 ----
+    const bool needs_mask = first_key + SJ_BLOCK_N > p.seq_kv || (SJ_CAUSAL && first_key + SJ_BLOCK_N - 1 > warp_q0);
+    float score[SJ_S_REGS];
+    float tile_max[2] = {sj_neg_inf(), sj_neg_inf()};
+#pragma unroll
+    for (int i = 0; i < SJ_S_REGS; ++i) {
+      // float(dot) exactly through the 1.5 * 2^23 magic number (|dot| < 2^22), then sj_score.
+      const float dot = sj_bit_cast<float>(s_acc[i] + 0x4B400000) - 12582912.0f;
+      float s = dot * qk_scale[(8 * (i >> 2)) / SJ_QUANT_BLOCK];
+      if (needs_mask) {
+        const int row = warp_q0 + g + (((i >> 1) & 1) << 3);
+        const int key = first_key + sj_sm90_acc_col(lane, i);
+        if (!sj_key_visible(row, key, p.seq_kv, SJ_CAUSAL)) s = sj_neg_inf();
+      }
+      score[i] = s;
+      tile_max[(i >> 1) & 1] = fmaxf(tile_max[(i >> 1) & 1], s);
+    }
+    float alpha[2], m_use[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      tile_max[h] = fmaxf(tile_max[h], sj_shfl_xor(tile_max[h], 1));
+      tile_max[h] = fmaxf(tile_max[h], sj_shfl_xor(tile_max[h], 2));
+      const float m_new = fmaxf(m[h], tile_max[h]);
+      alpha[h] = sj_rescale(m[h], m_new);
+      m[h] = m_new;
+      // p = exp2(s - (m - offset)); a row with nothing visible yet keeps m = -inf and p = 0.
+      m_use[h] = m_new == sj_neg_inf() ? 0.0f : m_new - SJ_P_OFFSET;
+    }
+    float row_sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < SJ_S_REGS; ++i) {
+      const float prob = sj_sm80_exp2(score[i] - m_use[(i >> 1) & 1]);  // sj_prob
+      score[i] = prob;
+      row_sum[(i >> 1) & 1] += prob;
+    }
+    l[0] = l[0] * alpha[0] + row_sum[0];
+    l[1] = l[1] * alpha[1] + row_sum[1];
+
+    // ---- P (e4m3) as the register A operand: k32 step kk = n8 blocks 4kk..4kk+3 ----
+    unsigned p_frag[SJ_PV_STEPS][4];
+#pragma unroll
+    for (int kk = 0; kk < SJ_PV_STEPS; ++kk) {
+      const float* s0 = score + 16 * kk;  // n8 block 4kk: elements 0..3; 4kk+1: 4..7; ...
+      p_frag[kk][0] = sj_pack_e4m3x4(s0[0], s0[1], s0[4], s0[5]);
+      p_frag[kk][1] = sj_pack_e4m3x4(s0[2], s0[3], s0[6], s0[7]);
+      p_frag[kk][2] = sj_pack_e4m3x4(s0[8], s0[9], s0[12], s0[13]);
+      p_frag[kk][3] = sj_pack_e4m3x4(s0[10], s0[11], s0[14], s0[15]);
+    }
+
+    // ---- O = O * alpha + P V (fresh fp32 accumulator per tile) ----
+    float pv[SJ_O_REGS];
+    sj_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < SJ_PV_STEPS; ++kk) sj_wgmma_pv(pv, p_frag[kk], sj_sm90_desc(v_smem + 32 * kk, SJ_BLOCK_N), kk > 0);
+    sj_wgmma_commit();
+    sj_wgmma_wait<0>();
+    sj_wgmma_fence_operands(pv);
+#pragma unroll
+    for (int i = 0; i < SJ_O_REGS; ++i) o[i] = o[i] * alpha[(i >> 1) & 1] + pv[i];
+  }
+  sj_cp_async_wait<0>();
+
+  // ---- epilogue: O / l * sv in the input dtype; LSE ----
+  const float* v_scale = p.v_scale + kv_head * SJ_D;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float row_l = l[h];
+    row_l += sj_shfl_xor(row_l, 1);
+    row_l += sj_shfl_xor(row_l, 2);
+    const int row = warp_q0 + g + 8 * h;
+    if (row >= p.seq_q) continue;
+    sj_u16* out = (sj_u16*)p.out + b * p.o_stride_b + hq * p.o_stride_h + row * p.o_stride_n;
+#pragma unroll
+    for (int j = 0; j < SJ_D / 8; ++j) {
+      const int d = 8 * j + 2 * t;
+      const float2 sv = *(const float2*)(v_scale + d);
+      out[d] = sj_to_dtype(sj_output(o[4 * j + 2 * h], row_l, sv.x), SJ_DTYPE);  // 16-bit stores: any stride
+      out[d + 1] = sj_to_dtype(sj_output(o[4 * j + 2 * h + 1], row_l, sv.y), SJ_DTYPE);
+    }
+#if SJ_WRITE_LSE
+    if (t == 0) {
+      const sj_i64 index = q_head * p.seq_q + row;
+      const float delta = p.lse_delta != nullptr ? p.lse_delta[index] : 0.0f;
+      p.lse[index] = sj_lse(m[h], row_l, delta);
+    }
+#endif
+  }
+}

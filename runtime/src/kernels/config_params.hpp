@@ -1,0 +1,32 @@
+#pragma once
+// Small helpers shared by the kernel descriptors (kernels/*_desc.cpp) to read and check tile configs.
+#include <charconv>
+#include <initializer_list>
+#include <string>
+
+#include "kernels/kernel_desc.hpp"
+
+namespace sagejit {
+
+// The config's value of `name`, or `fallback` when the config does not set it.
+inline int config_param(const TileConfig& config, const char* name, int fallback) {
+  const auto it = config.find(name);
+  return it == config.end() ? fallback : it->second;
+}
+
+inline bool one_of(int value, std::initializer_list<int> allowed) {
+  for (const int a : allowed)
+    if (a == value) return true;
+  return false;
+}
+
+// "sm_90" / "sm_90a" -> 90; 0 when not an NVIDIA target.
+inline int nvidia_sm_number(const std::string& target) {
+  if (target.rfind("sm_", 0) != 0) return 0;
+  int value = 0;
+  const char* first = target.data() + 3;
+  const auto [end, error] = std::from_chars(first, target.data() + target.size(), value);
+  return error == std::errc() && end != first ? value : 0;
+}
+
+}  // namespace sagejit
