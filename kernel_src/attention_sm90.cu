@@ -64,6 +64,70 @@ SJ_DEVICE void sj_sm90_issue_qk(int (&s)[SJ_S_REGS], unsigned q_smem, unsigned k
   sj_wgmma_commit();
 }
 
+// Online softmax of one score tile for rows `row` and `row + 8` (log2 domain, docs/NUMERICS.md steps
+// 1-6), leaving P in e4m3 as the register A operand of the PV wgmma (k32 step kk = n8 blocks
+// 4kk..4kk+3, in the sm80 slot order of V). Per score: an exact int -> float (1.5 * 2^23 magic
+// number: |dot| < 2^22), a max, one FFMA dot * scale - (m - offset), ex2 and the row sum. The tile
+// max is taken on the unscaled dots of each 32-key scale group and scaled once per group (scales are
+// positive and rounding is monotone, so it equals the max of the rounded scores).
+template <bool kMask>
+SJ_DEVICE void sj_sm90_softmax(const int (&s_acc)[SJ_S_REGS], const float (&qk_scale)[SJ_BLOCK_N / SJ_QUANT_BLOCK],
+                               int row, int first_key, int seq_kv, int lane, float (&m)[2], float (&l)[2],
+                               float (&alpha)[2], unsigned (&p_frag)[SJ_PV_STEPS][4]) {
+  constexpr int groups = SJ_BLOCK_N / SJ_QUANT_BLOCK;  // 16 accumulator registers per group
+  float value[SJ_S_REGS];
+  float group_max[2][groups];
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int k = 0; k < groups; ++k) group_max[h][k] = sj_neg_inf();
+#pragma unroll
+  for (int i = 0; i < SJ_S_REGS; ++i) {
+    const int h = (i >> 1) & 1;
+    float dot = sj_bit_cast<float>(s_acc[i] + 0x4B400000) - 12582912.0f;
+    if (kMask && !sj_key_visible(row + 8 * h, first_key + sj_sm90_acc_col(lane, i), seq_kv, SJ_CAUSAL))
+      dot = sj_neg_inf();  // times a zero scale gives NaN, which fmaxf below ignores
+    value[i] = dot;
+    group_max[h][i >> 4] = fmaxf(group_max[h][i >> 4], dot);
+  }
+  float m_use[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float tile_max = sj_neg_inf();
+#pragma unroll
+    for (int k = 0; k < groups; ++k) tile_max = fmaxf(tile_max, group_max[h][k] * qk_scale[k]);
+    tile_max = fmaxf(tile_max, sj_shfl_xor(tile_max, 1));
+    tile_max = fmaxf(tile_max, sj_shfl_xor(tile_max, 2));
+    const float m_new = fmaxf(m[h], tile_max);
+    alpha[h] = sj_rescale(m[h], m_new);
+    m[h] = m_new;
+    // p = exp2(s - (m - offset)); a row with nothing visible yet keeps m = -inf and p = 0.
+    m_use[h] = m_new == sj_neg_inf() ? 0.0f : m_new - SJ_P_OFFSET;
+  }
+  float row_sum[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int i = 0; i < SJ_S_REGS; ++i) {
+    const int h = (i >> 1) & 1;
+    float arg = fmaf(value[i], qk_scale[i >> 4], -m_use[h]);  // sj_prob(sj_score(...))
+    // Masked again after the FFMA: -inf * a zero scale (an all-zero K block past the end) is NaN.
+    if (kMask && !sj_key_visible(row + 8 * h, first_key + sj_sm90_acc_col(lane, i), seq_kv, SJ_CAUSAL))
+      arg = sj_neg_inf();
+    const float prob = sj_sm80_exp2(arg);
+    value[i] = prob;
+    row_sum[h] += prob;
+  }
+  l[0] = l[0] * alpha[0] + row_sum[0];
+  l[1] = l[1] * alpha[1] + row_sum[1];
+#pragma unroll
+  for (int kk = 0; kk < SJ_PV_STEPS; ++kk) {
+    const float* v = value + 16 * kk;  // n8 block 4kk: elements 0..3; 4kk+1: 4..7; ...
+    p_frag[kk][0] = sj_pack_e4m3x4(v[0], v[1], v[4], v[5]);
+    p_frag[kk][1] = sj_pack_e4m3x4(v[2], v[3], v[6], v[7]);
+    p_frag[kk][2] = sj_pack_e4m3x4(v[8], v[9], v[12], v[13]);
+    p_frag[kk][3] = sj_pack_e4m3x4(v[10], v[11], v[14], v[15]);
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_attention_sm90(SjAttentionParams p) {
   extern __shared__ __align__(1024) unsigned char sj_smem[];
   const int lane = (int)sj_thread_x() & 31, warp = (int)sj_thread_x() >> 5;
@@ -139,54 +203,14 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     sj_wgmma_wait<0>();
     sj_wgmma_fence_operands(s_acc);
 
-    // ---- online softmax (log2 domain); rows g and g + 8 of this warp's 16 ----
+    // ---- online softmax; the masked variant only on tiles that cross the sequence end or diagonal ----
     const bool needs_mask = first_key + SJ_BLOCK_N > p.seq_kv || (SJ_CAUSAL && first_key + SJ_BLOCK_N - 1 > warp_q0);
-    float score[SJ_S_REGS];
-    float tile_max[2] = {sj_neg_inf(), sj_neg_inf()};
-#pragma unroll
-    for (int i = 0; i < SJ_S_REGS; ++i) {
-      // float(dot) exactly through the 1.5 * 2^23 magic number (|dot| < 2^22), then sj_score.
-      const float dot = sj_bit_cast<float>(s_acc[i] + 0x4B400000) - 12582912.0f;
-      float s = dot * qk_scale[(8 * (i >> 2)) / SJ_QUANT_BLOCK];
-      if (needs_mask) {
-        const int row = warp_q0 + g + (((i >> 1) & 1) << 3);
-        const int key = first_key + sj_sm90_acc_col(lane, i);
-        if (!sj_key_visible(row, key, p.seq_kv, SJ_CAUSAL)) s = sj_neg_inf();
-      }
-      score[i] = s;
-      tile_max[(i >> 1) & 1] = fmaxf(tile_max[(i >> 1) & 1], s);
-    }
-    float alpha[2], m_use[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      tile_max[h] = fmaxf(tile_max[h], sj_shfl_xor(tile_max[h], 1));
-      tile_max[h] = fmaxf(tile_max[h], sj_shfl_xor(tile_max[h], 2));
-      const float m_new = fmaxf(m[h], tile_max[h]);
-      alpha[h] = sj_rescale(m[h], m_new);
-      m[h] = m_new;
-      // p = exp2(s - (m - offset)); a row with nothing visible yet keeps m = -inf and p = 0.
-      m_use[h] = m_new == sj_neg_inf() ? 0.0f : m_new - SJ_P_OFFSET;
-    }
-    float row_sum[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int i = 0; i < SJ_S_REGS; ++i) {
-      const float prob = sj_sm80_exp2(score[i] - m_use[(i >> 1) & 1]);  // sj_prob
-      score[i] = prob;
-      row_sum[(i >> 1) & 1] += prob;
-    }
-    l[0] = l[0] * alpha[0] + row_sum[0];
-    l[1] = l[1] * alpha[1] + row_sum[1];
-
-    // ---- P (e4m3) as the register A operand: k32 step kk = n8 blocks 4kk..4kk+3 ----
+    float alpha[2];
     unsigned p_frag[SJ_PV_STEPS][4];
-#pragma unroll
-    for (int kk = 0; kk < SJ_PV_STEPS; ++kk) {
-      const float* s0 = score + 16 * kk;  // n8 block 4kk: elements 0..3; 4kk+1: 4..7; ...
-      p_frag[kk][0] = sj_pack_e4m3x4(s0[0], s0[1], s0[4], s0[5]);
-      p_frag[kk][1] = sj_pack_e4m3x4(s0[2], s0[3], s0[6], s0[7]);
-      p_frag[kk][2] = sj_pack_e4m3x4(s0[8], s0[9], s0[12], s0[13]);
-      p_frag[kk][3] = sj_pack_e4m3x4(s0[10], s0[11], s0[14], s0[15]);
-    }
+    if (needs_mask)
+      sj_sm90_softmax<true>(s_acc, qk_scale, warp_q0 + g, first_key, p.seq_kv, lane, m, l, alpha, p_frag);
+    else
+      sj_sm90_softmax<false>(s_acc, qk_scale, warp_q0 + g, first_key, p.seq_kv, lane, m, l, alpha, p_frag);
 
     // ---- O = O * alpha + P V (fresh fp32 accumulator per tile) ----
     float pv[SJ_O_REGS];
