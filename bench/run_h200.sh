@@ -20,8 +20,8 @@ for pv in 0 1; do
   done
 done
 # The Hopper wgmma kernel (fp8 PV), its own family in the table.
-for cfg in "warps=4,block_n=128,stages=2" "warps=8,block_n=128,stages=2" "warps=4,block_n=64,stages=3" \
-           "warps=8,block_n=64,stages=2"; do
+for cfg in "warps=4,block_n=128,stages=2,min_blocks=3" "warps=4,block_n=128,stages=2,min_blocks=1" \
+           "warps=8,block_n=128,stages=2,min_blocks=1" "warps=4,block_n=64,stages=2,min_blocks=3"; do
   tune_args+=(--tune-config "$cfg,rows_per_warp=16,pv_fp16=0,wgmma=1")
 done
 "$bench" --tune "${tune_args[@]}" "$@" >"$tmp/sagejit.json"

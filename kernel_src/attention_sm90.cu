@@ -8,8 +8,10 @@
 // arch/wgmma_sm90.h). The int8 Q tile is loaded once; K tiles [BLOCK_N, D] int8 and V tiles
 // [D, BLOCK_N] e4m3 (keys contiguous, in the sm80 slot order written by prepare) stream through
 // SJ_STAGES shared-memory buffers with cp.async, stored in the swizzled K-major layout wgmma reads.
-// Within a tile, the QK^T of tile j + 1 is issued before the softmax of tile j, so the tensor cores
-// compute it while the warpgroup does the exponentials (and the PV of tile j overlaps the rescale).
+// Latency is hidden across CTAs rather than inside one: the best H200 configs run three 128-thread
+// CTAs per SM (min_blocks=3 caps the registers at 168), whose softmax and wgmma phases interleave.
+// (Measured and dropped: TMA + mbarrier loads, S(j+1) overlapped with the softmax of j, split PV;
+// each needs registers that cost the third CTA — docs/NVIDIA.md.)
 //
 // Grid: (ceil(Nq / BLOCK_M), Hq, B); causal grids run the heaviest query blocks first.
 // Defines: SJ_HEAD_DIM (64|128), SJ_WARPGROUPS (1|2), SJ_BLOCK_N (64|128), SJ_STAGES (2|3), SJ_DTYPE,
@@ -119,13 +121,11 @@ SJ_DEVICE void sj_sm90_softmax(const int (&s_acc)[SJ_S_REGS], const float (&qk_s
   l[0] = l[0] * alpha[0] + row_sum[0];
   l[1] = l[1] * alpha[1] + row_sum[1];
 #pragma unroll
-  for (int kk = 0; kk < SJ_PV_STEPS; ++kk) {
-    const float* v = value + 16 * kk;  // n8 block 4kk: elements 0..3; 4kk+1: 4..7; ...
-    p_frag[kk][0] = sj_pack_e4m3x4(v[0], v[1], v[4], v[5]);
-    p_frag[kk][1] = sj_pack_e4m3x4(v[2], v[3], v[6], v[7]);
-    p_frag[kk][2] = sj_pack_e4m3x4(v[8], v[9], v[12], v[13]);
-    p_frag[kk][3] = sj_pack_e4m3x4(v[10], v[11], v[14], v[15]);
-  }
+  for (int kk = 0; kk < SJ_PV_STEPS; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+      p_frag[kk][r] = sj_pack_e4m3x4(value[sj_sm90_p_source(kk, r, 0)], value[sj_sm90_p_source(kk, r, 1)],
+                                     value[sj_sm90_p_source(kk, r, 2)], value[sj_sm90_p_source(kk, r, 3)]);
 }
 
 extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_attention_sm90(SjAttentionParams p) {

@@ -237,6 +237,10 @@ TEST_CASE("GPU attention: wgmma kernel (sm_90), quality, features and odd length
       c.seed = seed++;
       check_attention(*gpu, c, issue_thresholds);
     }
+  c.attention = wgmma(4, 128, 2);  // the shipped H200 config: registers capped for three CTAs per SM
+  c.attention["min_blocks"] = 3;
+  c.seed = seed++;
+  check_attention(*gpu, c, issue_thresholds);
 
   Case offsets;  // K with channel offsets
   offsets.seq_q = 512;

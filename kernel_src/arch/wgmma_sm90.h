@@ -21,6 +21,14 @@
 SJ_HOST_DEVICE int sj_sm90_acc_row(int warp, int lane, int i) { return 16 * warp + sj_sm80_c_row(lane, i & 3); }
 SJ_HOST_DEVICE int sj_sm90_acc_col(int lane, int i) { return 8 * (i >> 2) + sj_sm80_c_col(lane, i & 3); }
 
+// Score accumulator element (of a 64 x BLOCK_N tile) that supplies byte `byte` (0..3) of register
+// `r` (0..3) of the e4m3 A fragment of PV k-step `kk` (keys 32 kk .. 32 kk + 31): n8 blocks
+// 4kk + 2 (r >> 1) + (byte >> 1), its row g (r even) or g + 8 (r odd), columns 2t, 2t + 1. With V in
+// the sm80 slot order this is the A layout (checked on the host by tests/test_sm90_layout.cpp).
+SJ_HOST_DEVICE int sj_sm90_p_source(int kk, int r, int byte) {
+  return 16 * kk + 4 * (2 * (r >> 1) + (byte >> 1)) + 2 * (r & 1) + (byte & 1);
+}
+
 // Swizzle mode field of the descriptor for rows of `row_bytes` (64 -> 64B = 2, 128 -> 128B = 1).
 SJ_HOST_DEVICE unsigned long long sj_sm90_desc(unsigned smem_address, int row_bytes) {
   const unsigned long long mode = row_bytes == 128 ? 1ull : 2ull;

@@ -55,8 +55,12 @@ std::string sm90_check(const TileConfig& config, const Specialization& spec, con
   if (tile.pv_fp16 != 0) return fmt::format("pv_fp16 {} is not 0 (the wgmma kernel runs PV in e4m3)", tile.pv_fp16);
   if (spec.pv_fp16) return "the specialization asks for fp16 PV; the wgmma kernel runs PV in e4m3 (pv_fp16=0)";
   if (!one_of(tile.min_blocks, {1, 2, 3, 4})) return fmt::format("min_blocks {} is not one of [1, 2, 3, 4]", tile.min_blocks);
-  if (tile.min_blocks * tile.warps > 64)
-    return fmt::format("min_blocks {} x warps {} exceeds 64 warps per SM", tile.min_blocks, tile.warps);
+  // The register file (64 Ki per SM) shared by min_blocks CTAs: below ~160 per thread the score, PV
+  // and output accumulators (3 x 64 for D = 128) no longer fit and ptxas spills or gives up.
+  const int register_cap = 65536 / (tile.min_blocks * tile.warps * 32);
+  if (register_cap < 160)
+    return fmt::format("min_blocks {} x warps {} caps registers at {} per thread (< 160)", tile.min_blocks, tile.warps,
+                       register_cap);
   if (spec.head_dim != 64 && spec.head_dim != 128) return fmt::format("head_dim {} is not one of [64, 128]", spec.head_dim);
   if (spec.dtype != 0 && spec.dtype != 1) return fmt::format("dtype {} is not bf16 (0) or fp16 (1)", spec.dtype);
   if (!sm90_supports(target)) return fmt::format("target {} is not sm_90 (wgmma needs Hopper)", target);

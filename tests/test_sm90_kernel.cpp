@@ -1,0 +1,146 @@
+// Host checks of the Hopper wgmma attention kernel (kernel_src/attention_sm90.cu): which configs
+// select it, what its descriptor accepts, that it is built for sm_90a, and — where NVRTC is present
+// (no GPU needed) — that every valid config of the shipped sm_90 space compiles, with no local-memory
+// spills in the configs that do not cap registers. The fragment bookkeeping is in test_sm90_layout.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "compiler/compiler.hpp"
+#include "core/error.hpp"
+#include "kernels/jit.hpp"
+#include "kernels/registry.hpp"
+#include "tuning/tuning_table.hpp"
+#if SAGEJIT_HAVE_CODE_OBJECT_STATS
+#include "common/code_object_stats.hpp"
+#endif
+
+using namespace sagejit;
+
+namespace {
+
+TileConfig wgmma_config(int warps, int block_n, int stages, int min_blocks) {
+  return {{"warps", warps},     {"rows_per_warp", 16}, {"block_n", block_n},      {"stages", stages},
+          {"pv_fp16", 0},       {"wgmma", 1},          {"min_blocks", min_blocks}};
+}
+
+// Every combination of the space's parameter values.
+std::vector<TileConfig> every_config(const KernelSpace& space) {
+  std::vector<TileConfig> configs{TileConfig{}};
+  for (const auto& [name, values] : space.params) {
+    std::vector<TileConfig> next;
+    for (const TileConfig& partial : configs)
+      for (const int value : values) {
+        TileConfig config = partial;
+        config[name] = value;
+        next.push_back(std::move(config));
+      }
+    configs = std::move(next);
+  }
+  return configs;
+}
+
+Specialization spec_of(int head_dim, bool causal) {
+  Specialization spec;
+  spec.head_dim = head_dim;
+  spec.causal = causal;
+  spec.target = "sm_90";
+  return spec;
+}
+
+}  // namespace
+
+TEST_CASE("the wgmma switch picks attention_sm90 on sm_90 and nothing else") {
+  const KernelDesc& sm90 = kernel_by_name("attention_sm90");
+  const KernelDesc& sm80 = kernel_by_name("attention_sm80");
+  const TileConfig on = wgmma_config(4, 128, 2, 3);
+  TileConfig off = on;
+  off["wgmma"] = 0;
+  CHECK(&find_kernel("attention", "sm_90", on) == &sm90);
+  CHECK(&find_kernel("attention", "sm_90", off) == &sm80);
+  CHECK(&find_kernel("attention", "sm_90", TileConfig{{"warps", 4}}) == &sm80);  // no switch at all
+  CHECK(&find_kernel("attention", "sm_90") == &sm80);  // the family default never needs a switch
+  CHECK_THROWS_AS(find_kernel("attention", "sm_89", on), Error);  // wgmma is Hopper-only
+  CHECK(kernel_serves_config(sm90, on));
+  CHECK_FALSE(kernel_serves_config(sm80, on));
+  CHECK(kernel_serves_config(sm80, off));
+  CHECK_FALSE(kernel_serves_config(sm90, off));
+}
+
+TEST_CASE("attention_sm90 rejects what it cannot run, naming the parameter") {
+  const KernelDesc& sm90 = kernel_by_name("attention_sm90");
+  const Specialization spec = spec_of(128, false);
+  CHECK(sm90.check_config(wgmma_config(4, 128, 2, 3), spec, "sm_90").empty());
+  CHECK(sm90.check_config(wgmma_config(8, 64, 3, 1), spec, "sm_90").empty());
+  const auto reason = [&](TileConfig config, const std::string& target = "sm_90") {
+    return sm90.check_config(config, spec, target);
+  };
+  TileConfig c = wgmma_config(4, 128, 2, 1);
+  c["rows_per_warp"] = 32;
+  CHECK(reason(c).find("rows_per_warp") != std::string::npos);
+  CHECK(reason(wgmma_config(4, 32, 2, 1)).find("block_n 32") != std::string::npos);
+  CHECK(reason(wgmma_config(2, 128, 2, 1)).find("warps 2") != std::string::npos);
+  CHECK(reason(wgmma_config(4, 128, 1, 1)).find("stages 1") != std::string::npos);
+  CHECK(reason(wgmma_config(4, 128, 3, 3)).find("shared memory") != std::string::npos);  // 3 x 107 KiB
+  CHECK(reason(wgmma_config(8, 64, 2, 3)).find("caps registers at 85") != std::string::npos);
+  c = wgmma_config(4, 128, 2, 1);
+  c["pv_fp16"] = 1;
+  CHECK(reason(c).find("pv_fp16") != std::string::npos);
+  c = wgmma_config(4, 128, 2, 1);
+  c["tile"] = 1;
+  CHECK(reason(c).find("unknown attention_sm90 parameter \"tile\"") != std::string::npos);
+  CHECK(reason(wgmma_config(4, 128, 2, 1), "sm_89").find("sm_89") != std::string::npos);
+  Specialization fp16_pv = spec;
+  fp16_pv.pv_fp16 = true;
+  CHECK_FALSE(sm90.check_config(wgmma_config(4, 128, 2, 1), fp16_pv, "sm_90").empty());
+  // The mma.sync kernel refuses wgmma configs instead of ignoring the switch.
+  CHECK_FALSE(kernel_by_name("attention_sm80").check_config(wgmma_config(4, 128, 2, 1), spec, "sm_90").empty());
+}
+
+TEST_CASE("attention_sm90 is compiled for sm_90a, and every valid config of the sm_90 space compiles") {
+  const Compiler* nvrtc = nullptr;
+  try {
+    nvrtc = &compiler(CompilerKind::nvrtc);
+  } catch (const Error& error) {
+    MESSAGE("skipped: " << std::string(error.what()));
+    return;
+  }
+  const KernelDesc& sm90 = kernel_by_name("attention_sm90");
+  const KernelSpace& space = tuning_tables().space("attention", "sm_90");
+  std::vector<TileConfig> configs;
+  for (const TileConfig& config : every_config(space))
+    if (kernel_serves_config(sm90, config) && sm90.check_config(config, spec_of(128, false), "sm_90").empty())
+      configs.push_back(config);
+  REQUIRE_FALSE(configs.empty());  // the shipped space offers the wgmma kernel
+  int compiled = 0;
+  for (const auto& [head_dim, causal] : {std::pair{128, false}, std::pair{64, true}}) {
+    Specialization spec = spec_of(head_dim, causal);
+    spec.dtype = causal ? 1 : 0;  // fp16 with causal + LSE, bf16 without
+    spec.write_lse = causal;
+    for (const TileConfig& config : configs) {
+      if (!sm90.check_config(config, spec, "sm_90").empty()) continue;
+      CAPTURE(config_id(config));
+      CAPTURE(head_dim);
+      const KernelBuild build = plan_build(sm90, config, spec, "sm_90", *nvrtc);
+      CHECK(build.rendered.target == "sm_90a");
+      const CompileResult result = nvrtc->compile({build.rendered.name, build.rendered.source, build.rendered.target,
+                                                   build.rendered.options});
+      REQUIRE(result.code.size() > 4);
+      CHECK(result.code[0] == std::byte{0x7f});
+#if SAGEJIT_HAVE_CODE_OBJECT_STATS
+      const tools::CodeObjectStats stats = tools::read_code_object_stats(result.code);
+      REQUIRE(stats.registers.has_value());
+      CHECK(*stats.registers <= 255);
+      if (config.count("min_blocks") == 0 || config.at("min_blocks") == 1) {
+        REQUIRE(stats.scratch.has_value());
+        CHECK(*stats.scratch == 0);  // no spills when the registers are not capped
+      }
+      MESSAGE(config_id(config) << " d" << head_dim << ": " << tools::figure(stats.registers) << " registers, "
+                                << tools::figure(stats.scratch) << " bytes of local memory per thread");
+#endif
+      ++compiled;
+    }
+  }
+  CHECK(compiled >= 2);
+}
