@@ -207,6 +207,12 @@ TEST_CASE("GPU attention: small shapes (sanitizer-sized)") {
       c.attention = config(4, 16, 64, 2, pv);
       c.seed = static_cast<std::uint64_t>(seed++);
       check_attention(*gpu, c, emulator_only);
+      if (gpu->target == "sm_90" && pv == 0) {  // the wgmma kernel, as shipped for sm_90
+        c.attention = {{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2},
+                       {"pv_fp16", 0}, {"wgmma", 1},         {"min_blocks", 3}};
+        c.seed = static_cast<std::uint64_t>(seed++);
+        check_attention(*gpu, c, emulator_only);
+      }
     }
 }
 
