@@ -2,6 +2,7 @@
 tensor, causal, GQA, return_lse against torch.logsumexp, another stream, and patch_sdpa's routing
 with counts. Skipped without a CUDA/ROCm device."""
 import math
+import zlib
 
 import pytest
 
@@ -13,8 +14,16 @@ import torch.nn.functional as F  # noqa: E402
 import sagejit  # noqa: E402
 from sagejit import SagejitError, sageattn  # noqa: E402
 
-MIN_COS = 0.9992
+MIN_COS = 0.9992          # issue 7's bar against an exact reference on random normal inputs
+MIN_COS_K_OFFSETS = 0.999  # and with K channel offsets (fp8 PV, the sm_90 default, sits near both)
 TORCH_SDPA = F.scaled_dot_product_attention  # the reference, never the patched one
+
+
+@pytest.fixture(autouse=True)
+def fixed_inputs(request):
+    """Fresh but reproducible random inputs per test: fp8-PV quality sits close to the thresholds, so
+    a failure must be re-runnable, not a lucky or unlucky draw."""
+    torch.manual_seed(zlib.crc32(request.node.name.encode()))
 
 
 def cosine(a, b):
@@ -112,7 +121,7 @@ def test_return_lse(causal, smooth_k):
         tolerance = tolerance + scale * (q.float().abs().sum(dim=-1) * k_step
                                          + q_step * k.float().abs().sum(dim=-1).amax(dim=-1, keepdim=True))
     assert ((lse - expected).abs() <= tolerance).all()
-    assert cosine(out, reference(q, k, v, causal=causal, scale=scale)) >= MIN_COS
+    assert cosine(out, reference(q, k, v, causal=causal, scale=scale)) >= MIN_COS_K_OFFSETS
 
 
 def test_runs_on_the_current_stream():
