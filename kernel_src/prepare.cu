@@ -109,9 +109,37 @@ SJ_DEVICE float sj_block_amax(float amax, float* scratch) {
   return result;
 }
 
-// One 32-row block of Q (is_q) or K: x per element, block amax, int8 with the block scale.
-SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int head, int block, float* tile,
-                                float* scratch) {
+// 16 bytes moved as one vector access (8 bf16/fp16 inputs, 16 e4m3 or 8 fp16 outputs).
+struct alignas(16) SjVec16 {
+  sj_u32 word[4];
+};
+#define SJ_CHUNKS (SJ_D / 8)  // 8-channel chunks per row
+
+// Channels d0..d0+7 of one input row as floats: one 16-byte load when the row is 16-byte aligned
+// (`vector`, uniform per block), otherwise eight 2-byte loads (any even or odd strides).
+SJ_DEVICE void sj_load_chunk(const void* input, sj_i64 offset, bool vector, float (&out)[8]) {
+  if (vector) {
+    const SjVec16 v = *(const SjVec16*)((const sj_u16*)input + offset);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      out[2 * i] = sj_from_dtype((sj_u16)(v.word[i] & 0xFFFFu), SJ_DTYPE);
+      out[2 * i + 1] = sj_from_dtype((sj_u16)(v.word[i] >> 16), SJ_DTYPE);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) out[i] = sj_load_input(input, offset + i);
+  }
+}
+
+// True when every row start base + n * stride_n of this block is 16-byte aligned.
+SJ_DEVICE bool sj_rows_aligned(const void* input, sj_i64 base, sj_i64 stride_n) {
+  return ((((sj_u64)input + (sj_u64)(base * 2)) | (sj_u64)(stride_n * 2)) & 15u) == 0;
+}
+
+// One 32-row block of Q (is_q) or K: x per element, block amax, int8 with the block scale. Each
+// thread keeps its 8-channel chunks in registers; rows past the sequence are written as 0.
+SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int head, int block, float* scratch) {
+  constexpr int per_thread = (SJ_QUANT_BLOCK * SJ_CHUNKS + SJ_THREADS - 1) / SJ_THREADS;
   const int tid = (int)sj_thread_x();
   const int heads = is_q ? p.heads_q : p.heads_kv;
   const int seq = is_q ? p.seq_q : p.seq_kv;
@@ -121,84 +149,151 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
   const sj_i64 base = is_q ? b * p.q_stride_b + head * p.q_stride_h : b * p.k_stride_b + head * p.k_stride_h;
   const int first_row = block * SJ_QUANT_BLOCK;
   const float* mean = p.k_mean + ((sj_i64)b * p.heads_kv + head) * SJ_D;
+  const bool vector = sj_rows_aligned(input, base, stride_n);
 
+  float x[per_thread][8];
   float amax = 0.0f;
-  for (int e = tid; e < SJ_BLOCK_ELEMENTS; e += SJ_THREADS) {
-    const int r = e / SJ_D, d = e % SJ_D;
+#pragma unroll
+  for (int k = 0; k < per_thread; ++k) {
+    const int item = tid + k * SJ_THREADS;
+    const int r = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
     const int n = first_row + r;
-    float x = 0.0f;
-    if (n < seq) {
-      const float value = sj_load_input(input, base + n * stride_n + d);
-      x = is_q ? sj_q_prescale(value, p.q_mul) : sj_k_smooth(value, mean[d]);
-      amax = sj_amax_update(amax, x);
+    if (item < SJ_QUANT_BLOCK * SJ_CHUNKS && n < seq) {
+      float value[8];
+      sj_load_chunk(input, base + n * stride_n + d0, vector, value);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        x[k][i] = is_q ? sj_q_prescale(value[i], p.q_mul) : sj_k_smooth(value[i], mean[d0 + i]);
+        amax = sj_amax_update(amax, x[k][i]);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) x[k][i] = 0.0f;
     }
-    tile[e] = x;
   }
-  amax = sj_block_amax(amax, scratch);  // its barriers also publish `tile`
+  amax = sj_block_amax(amax, scratch);
   const float scale = sj_int8_scale(amax);
 
   const sj_i64 head_row0 = ((sj_i64)b * heads + head) * seq_pad;
   sj_i8* out = (is_q ? p.q8 : p.k8) + (head_row0 + first_row) * SJ_D;
-  for (int w = tid; w < SJ_BLOCK_ELEMENTS / 4; w += SJ_THREADS) {
-    sj_u32 packed = 0;
-    for (int i = 0; i < 4; ++i) {
-      const int e = 4 * w + i;
-      const sj_i8 q = first_row + e / SJ_D < seq ? sj_quantize_int8(tile[e], scale) : (sj_i8)0;
-      packed |= (sj_u32)(sj_u8)q << (8 * i);
+#pragma unroll
+  for (int k = 0; k < per_thread; ++k) {
+    const int item = tid + k * SJ_THREADS;
+    if (item >= SJ_QUANT_BLOCK * SJ_CHUNKS) continue;
+    const int r = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
+    const bool valid = first_row + r < seq;
+    sj_u32 packed[2] = {0u, 0u};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const sj_i8 q = valid ? sj_quantize_int8(x[k][i], scale) : (sj_i8)0;
+      packed[i >> 2] |= (sj_u32)(sj_u8)q << (8 * (i & 3));
     }
-    ((sj_u32*)out)[w] = packed;
+    sj_u32* destination = (sj_u32*)(out + r * SJ_D + d0);  // 8-byte aligned: sections are 256-aligned
+    destination[0] = packed[0];
+    destination[1] = packed[1];
   }
   if (tid == 0) (is_q ? p.q_scale : p.k_scale)[head_row0 / SJ_QUANT_BLOCK + block] = scale;
 
   // LSE correction: delta = x . mean_k of the query head's KV head (fp32, any order per the contract).
-  if (is_q && p.want_lse_delta && tid < SJ_QUANT_BLOCK && first_row + tid < seq) {
+  // The chunks of one row sit in SJ_CHUNKS consecutive items: partial dots go through shared memory.
+  if (is_q && p.want_lse_delta) {
     const int hk = head / (p.heads_q / p.heads_kv);
     const float* mean_k = p.k_mean + ((sj_i64)b * p.heads_kv + hk) * SJ_D;
-    float delta = 0.0f;
-    for (int d = 0; d < SJ_D; ++d) delta += tile[tid * SJ_D + d] * mean_k[d];
-    p.lse_delta[((sj_i64)b * p.heads_q + head) * p.seq_q + first_row + tid] = delta;
+    float* partial = scratch;  // SJ_THREADS floats; sj_block_amax's last barrier freed it
+#pragma unroll
+    for (int k = 0; k < per_thread; ++k) {
+      const int item = tid + k * SJ_THREADS;
+      float dot = 0.0f;
+      if (item < SJ_QUANT_BLOCK * SJ_CHUNKS) {
+        const int d0 = (item % SJ_CHUNKS) * 8;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) dot += x[k][i] * mean_k[d0 + i];
+      }
+      partial[tid] = dot;
+      sj_barrier();
+      // Items of this pass cover rows (k * SJ_THREADS) / SJ_CHUNKS onwards, SJ_THREADS / SJ_CHUNKS of them.
+      const int rows_per_pass = SJ_THREADS / SJ_CHUNKS;
+      if (tid < rows_per_pass) {
+        const int r = (k * SJ_THREADS) / SJ_CHUNKS + tid;
+        float delta = 0.0f;
+#pragma unroll
+        for (int c = 0; c < SJ_CHUNKS; ++c) delta += partial[tid * SJ_CHUNKS + c];
+        if (r < SJ_QUANT_BLOCK && first_row + r < seq)
+          p.lse_delta[((sj_i64)b * p.heads_q + head) * p.seq_q + first_row + r] = delta;
+      }
+      sj_barrier();
+    }
   }
 }
 
-// One group of 32 keys of V: quantize and store transposed, keys in the target's slot order.
+// One group of 32 keys of V: quantize and store transposed, keys in the target's slot order. The
+// group is staged in shared memory (loaded in 8-channel chunks); then each work item writes `slots`
+// consecutive slots of one channel with 16-byte (or 8-byte) stores.
 SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int group, float* tile) {
   const int tid = (int)sj_thread_x();
   const int first_key = group * SJ_QUANT_BLOCK;
   const sj_i64 base = b * p.v_stride_b + hk * p.v_stride_h;
-  for (int e = tid; e < SJ_BLOCK_ELEMENTS; e += SJ_THREADS) {
-    const int r = e / SJ_D, d = e % SJ_D;
-    const int n = first_key + r;
-    tile[e] = n < p.seq_kv ? sj_load_input(p.v, base + n * p.v_stride_n + d) : 0.0f;
+  const bool vector = sj_rows_aligned(p.v, base, p.v_stride_n);
+  for (int item = tid; item < SJ_QUANT_BLOCK * SJ_CHUNKS; item += SJ_THREADS) {
+    const int key = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
+    const int n = first_key + key;
+    float value[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    if (n < p.seq_kv) sj_load_chunk(p.v, base + n * p.v_stride_n + d0, vector, value);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) tile[key * SJ_D + d0 + i] = value[i];
   }
   sj_barrier();
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
-  // Work item: (channel d, 4 consecutive slots); 8 items write one channel's 32 slots contiguously.
-  for (int w = tid; w < SJ_D * 8; w += SJ_THREADS) {
-    const int d = w / 8, slot0 = (w % 8) * 4;
-    const sj_i64 row = (head * SJ_D + d) * p.seq_kv_pad + first_key;
+  // Work item = (channel d, part): consecutive items are consecutive channels (conflict-free reads).
+  constexpr int parts = SJ_THREADS > SJ_D ? SJ_THREADS / SJ_D : 1;
+  constexpr int slots = SJ_QUANT_BLOCK / parts;  // 32, 16 or 8 slots per item
+  for (int item = tid; item < SJ_D * parts; item += SJ_THREADS) {
+    const int d = item % SJ_D, slot0 = (item / SJ_D) * slots;
+    const sj_i64 row = (head * SJ_D + d) * p.seq_kv_pad + first_key + slot0;
 #if SJ_PV_FP16
-    sj_u16 values[4];
+    sj_u32 words[slots / 2];
+#pragma unroll
+    for (int w = 0; w < slots / 2; ++w) {
+      sj_u16 half[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int key = sj_v_key_of_slot(slot0 + 2 * w + i);
+        half[i] = first_key + key < p.seq_kv ? sj_v_to_fp16(tile[key * SJ_D + d]) : (sj_u16)0;
+      }
+      words[w] = (sj_u32)half[0] | ((sj_u32)half[1] << 16);
+    }
+    sj_u32* destination = (sj_u32*)((sj_u16*)p.v_quant + row);
 #else
     const float scale = p.v_scale[head * SJ_D + d];
-    sj_u32 packed = 0;
-#endif
-    for (int i = 0; i < 4; ++i) {
-      const int key = sj_v_key_of_slot(slot0 + i);
-      const bool valid = first_key + key < p.seq_kv;
-      const float v = tile[key * SJ_D + d];
-#if SJ_PV_FP16
-      values[i] = valid ? sj_v_to_fp16(v) : (sj_u16)0;
-#else
-      packed |= (sj_u32)(valid ? sj_quantize_e4m3(v, scale) : (sj_u8)0) << (8 * i);
-#endif
+    sj_u32 words[slots / 4];
+#pragma unroll
+    for (int w = 0; w < slots / 4; ++w) {
+      sj_u32 packed = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int key = sj_v_key_of_slot(slot0 + 4 * w + i);
+        const sj_u8 q = first_key + key < p.seq_kv ? sj_quantize_e4m3(tile[key * SJ_D + d], scale) : (sj_u8)0;
+        packed |= (sj_u32)q << (8 * i);
+      }
+      words[w] = packed;
     }
-#if SJ_PV_FP16
-    sj_u16* out = (sj_u16*)p.v_quant + row + slot0;
-    ((sj_u32*)out)[0] = (sj_u32)values[0] | ((sj_u32)values[1] << 16);
-    ((sj_u32*)out)[1] = (sj_u32)values[2] | ((sj_u32)values[3] << 16);
-#else
-    *(sj_u32*)((sj_u8*)p.v_quant + row + slot0) = packed;
+    sj_u32* destination = (sj_u32*)((sj_u8*)p.v_quant + row);
 #endif
+    // The destination is 16-byte aligned whenever the item writes >= 16 bytes (sections are
+    // 256-aligned, seq_kv_pad is a multiple of 128 and slot0 of slots).
+    constexpr int word_count = (int)(sizeof(words) / sizeof(words[0]));
+    if (word_count % 4 == 0) {
+#pragma unroll
+      for (int w = 0; w < word_count; w += 4) {
+        SjVec16 v;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v.word[i] = words[w + i];
+        *(SjVec16*)(destination + w) = v;
+      }
+    } else {
+#pragma unroll
+      for (int w = 0; w < word_count; ++w) destination[w] = words[w];
+    }
   }
 }
 
@@ -209,12 +304,12 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_quantize(SjPrepareParams p) {
   int index = (int)sj_block_x();
   const int q_blocks = p.seq_q_pad / SJ_QUANT_BLOCK, k_blocks = p.seq_kv_pad / SJ_QUANT_BLOCK;
   if (index < p.heads_q * q_blocks) {
-    sj_quantize_rows(p, true, b, index / q_blocks, index % q_blocks, tile, scratch);
+    sj_quantize_rows(p, true, b, index / q_blocks, index % q_blocks, scratch);
     return;
   }
   index -= p.heads_q * q_blocks;
   if (index < p.heads_kv * k_blocks) {
-    sj_quantize_rows(p, false, b, index / k_blocks, index % k_blocks, tile, scratch);
+    sj_quantize_rows(p, false, b, index / k_blocks, index % k_blocks, scratch);
     return;
   }
   index -= p.heads_kv * k_blocks;
