@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "common/params.h"
 #include "core/error.hpp"
@@ -62,6 +65,19 @@ ProblemShape problem_shape_of(const AttentionCall& call) {
   return shape;
 }
 
+// The device's target, queried once per (device, ordinal): DeviceInfo costs several driver calls,
+// and this is on every attention call. Devices are the process-wide backends (cuda_device(),
+// hip_device()), alive until exit, so their addresses identify them.
+std::string device_target(Device& device, int ordinal) {
+  static std::mutex mutex;
+  static std::map<std::pair<const Device*, int>, std::string> targets;
+  const std::lock_guard lock(mutex);
+  const auto key = std::make_pair(static_cast<const Device*>(&device), ordinal);
+  auto it = targets.find(key);
+  if (it == targets.end()) it = targets.emplace(key, device.info(ordinal).target).first;
+  return it->second;
+}
+
 template <typename T>
 T* section(void* workspace, std::size_t offset) {
   return reinterpret_cast<T*>(static_cast<char*>(workspace) + offset);
@@ -117,7 +133,7 @@ WorkspaceShape workspace_shape(const AttentionCall& call, bool pv_fp16) {
 void run_attention(Device& device, int ordinal, const AttentionCall& call, void* workspace, Stream stream) {
   check_call(call);
   if (workspace == nullptr) fail(ErrorCode::invalid_argument, "run_attention: workspace is null");
-  const std::string target = device.info(ordinal).target;
+  const std::string target = device_target(device, ordinal);
   const ResolvedConfigs configs = resolve_configs(call, target);
   const Specialization spec = specialization_of(call, configs.pv_fp16, target);
   const ProblemShape shape = problem_shape_of(call);
