@@ -60,12 +60,7 @@ std::vector<std::pair<std::string, std::string>> gfx12_defines(const TileConfig&
 
 LaunchGeometry gfx12_geometry(int, const TileConfig& config, const Specialization& spec, const ProblemShape& shape) {
   const Gfx12AttentionFigures figures = gfx12_attention_figures(gfx12_attention_tile(config), spec.head_dim);
-  LaunchGeometry geometry;
-  geometry.grid = {static_cast<unsigned>((shape.seq_q + figures.rows_per_group - 1) / figures.rows_per_group),
-                   static_cast<unsigned>(shape.heads_q), static_cast<unsigned>(shape.batch)};
-  geometry.block = {static_cast<unsigned>(figures.threads), 1, 1};
-  geometry.dynamic_shared_bytes = 0;  // the kernel's LDS is static
-  return geometry;
+  return query_block_launch(shape, figures.rows_per_group, figures.threads, 0);  // the kernel's LDS is static
 }
 
 }  // namespace

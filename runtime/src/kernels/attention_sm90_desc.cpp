@@ -84,13 +84,7 @@ std::vector<std::pair<std::string, std::string>> sm90_defines(const TileConfig& 
 
 LaunchGeometry sm90_geometry(int, const TileConfig& config, const Specialization& spec, const ProblemShape& shape) {
   const Sm90Tile tile = tile_of(config);
-  const int block_m = tile.warps * 16;
-  LaunchGeometry geometry;
-  geometry.grid = {static_cast<unsigned>((shape.seq_q + block_m - 1) / block_m), static_cast<unsigned>(shape.heads_q),
-                   static_cast<unsigned>(shape.batch)};
-  geometry.block = {static_cast<unsigned>(tile.warps * 32), 1, 1};
-  geometry.dynamic_shared_bytes = shared_bytes(tile, spec.head_dim);
-  return geometry;
+  return query_block_launch(shape, tile.warps * 16, tile.warps * 32, shared_bytes(tile, spec.head_dim));
 }
 
 }  // namespace
