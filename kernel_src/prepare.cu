@@ -81,6 +81,8 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p) {
     float mean = 0.0f;
     if (p.smooth_k) {
       double sum = 0.0;
+      // Unrolled so the loads are in flight together; the adds stay in chunk order (the contract's).
+#pragma unroll 8
       for (int c = 0; c < chunks; ++c) sum = sj_add_rn_f64(sum, p.k_mean_partial[(head * chunks + c) * SJ_D + d]);
       mean = sj_k_mean(sum, p.seq_kv);
     }
@@ -89,6 +91,7 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p) {
     p.v_scale[head * SJ_D + d] = 1.0f;
 #else
     float amax = 0.0f;
+#pragma unroll 8
     for (int c = 0; c < chunks; ++c) amax = sj_amax_update(amax, p.v_amax_partial[(head * chunks + c) * SJ_D + d]);
     p.v_scale[head * SJ_D + d] = sj_v_scale(amax);
 #endif

@@ -26,6 +26,14 @@ SJ_HOST_DEVICE float sj_mul_rn(float a, float b) {
 #endif
 }
 
+SJ_HOST_DEVICE float sj_add_rn(float a, float b) {
+#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
 SJ_HOST_DEVICE float sj_sub_rn(float a, float b) {
 #if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
   return __fsub_rn(a, b);
@@ -89,11 +97,15 @@ SJ_HOST_DEVICE sj_i8 sj_quantize_int8(float x, float scale) {
   if (r >= SJ_INT8_MAX) return (sj_i8)127;
   if (r <= -SJ_INT8_MAX) return (sj_i8)-127;
   if (r != r) return 0;
-  // |r| < 127: truncate, then the fraction r - trunc(r) is exact (same sign, |r| < 2^23).
-  int truncated = (int)r;
-  const float fraction = sj_abs(sj_sub_rn(r, (float)truncated));
-  if (fraction >= 0.5f) truncated += r < 0.0f ? -1 : 1;
-  return (sj_i8)truncated;
+  // |r| < 127: round half away from zero with adds only (no float<->int conversions, which run at a
+  // quarter of the FP32 rate on NVIDIA): n = RNE(|r|) through the 1.5 * 2^23 magic number (exact
+  // below 2^22), a tie that RNE rounded down (|r| - n == 0.5, exact) goes up, and n's integer value
+  // is read from the bits of n + 1.5 * 2^23.
+  const float magnitude = sj_abs(r);
+  float n = sj_sub_rn(sj_add_rn(magnitude, 12582912.0f), 12582912.0f);
+  if (sj_sub_rn(magnitude, n) == 0.5f) n = sj_add_rn(n, 1.0f);
+  const int rounded = (int)(sj_bit_cast<sj_u32>(sj_add_rn(n, 12582912.0f)) - 0x4B400000u);
+  return (sj_i8)(r < 0.0f ? -rounded : rounded);
 }
 
 // ---- V ------------------------------------------------------------------------------------------
