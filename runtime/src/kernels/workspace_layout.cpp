@@ -41,8 +41,9 @@ WorkspaceLayout workspace_layout(const WorkspaceShape& shape) {
   positive(shape.heads_kv, "heads_kv");
   positive(shape.seq_q, "seq_q");
   positive(shape.seq_kv, "seq_kv");
+  // A valid tensor shape the kernels do not implement: unsupported, as the API and the runner say.
   if (shape.head_dim != 64 && shape.head_dim != 128)
-    fail(ErrorCode::invalid_argument, "workspace_layout: head_dim {} is not one of [64, 128]", shape.head_dim);
+    fail(ErrorCode::unsupported, "workspace_layout: head_dim {} is not one of [64, 128]", shape.head_dim);
   if (shape.heads_q % shape.heads_kv != 0)
     fail(ErrorCode::invalid_argument, "workspace_layout: heads_q {} is not a multiple of heads_kv {}", shape.heads_q,
          shape.heads_kv);

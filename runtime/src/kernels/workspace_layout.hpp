@@ -24,8 +24,8 @@ struct WorkspaceLayout {
   std::size_t total_bytes = 0;
 };
 
-// Throws Error(invalid_argument) naming the field for non-positive sizes, head_dim not 64/128, or
-// heads_q not a multiple of heads_kv; Error(unsupported) when a size overflows.
+// Throws Error(invalid_argument) naming the field for non-positive sizes or heads_q not a multiple of
+// heads_kv; Error(unsupported) for head_dim not 64/128 or a size that overflows.
 WorkspaceLayout workspace_layout(const WorkspaceShape& shape);
 
 }  // namespace sagejit
