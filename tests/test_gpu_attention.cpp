@@ -77,6 +77,55 @@ void check_attention(const Gpu& gpu, const Case& c, const Expect& expect) {
   }
 }
 
+// The feature shapes every NVIDIA attention kernel runs; the caller sets the tile config and seed.
+Case k_offsets_case() {  // K with channel offsets: smoothing matters
+  Case c;
+  c.seq_q = 512;
+  c.seq_kv = 1000;
+  c.fill = Fill::channel_offsets;
+  return c;
+}
+Case causal_fp16_lse_case() {  // fp16 dtype, causal square, LSE with smoothing (lse_delta)
+  Case c;
+  c.dtype = DType::fp16;
+  c.seq_q = c.seq_kv = 1000;
+  c.causal = true;
+  c.lse = true;
+  return c;
+}
+Case gqa_nhd_causal_case() {  // causal Nq < Nk, GQA 4:1, NHD with padded strides, LSE
+  Case c;
+  c.heads_q = 4;
+  c.heads_kv = 1;
+  c.seq_q = 127;
+  c.seq_kv = 4097;
+  c.layout = Layout::NHD;
+  c.padding = {3, 5, 2};
+  c.causal = true;
+  c.lse = true;
+  return c;
+}
+Case tall_causal_case() {  // Nq > Nk causal (rows past Nk see every key)
+  Case c;
+  c.seq_q = 4097;
+  c.seq_kv = 31;
+  c.heads_q = c.heads_kv = 1;
+  c.causal = true;
+  return c;
+}
+Case d64_mqa_case() {  // D=64, MQA, no smoothing, LSE without smoothing, HND strided output
+  Case c;
+  c.head_dim = 64;
+  c.heads_q = 3;
+  c.heads_kv = 1;
+  c.seq_q = 1000;
+  c.seq_kv = 127;
+  c.smooth_k = false;
+  c.lse = true;
+  c.padding = {0, 64, 16};
+  return c;
+}
+
 TileConfig config(int warps, int rows_per_warp, int block_n, int stages, int pv_fp16) {
   return {{"warps", warps}, {"rows_per_warp", rows_per_warp}, {"block_n", block_n}, {"stages", stages}, {"pv_fp16", pv_fp16}};
 }
@@ -106,10 +155,7 @@ TEST_CASE("GPU attention: quality on random normal inputs, both PV families") {
 TEST_CASE("GPU attention: K with channel offsets (smoothing)") {
   const auto gpu = gpu_or_skip();
   if (!gpu) return;
-  Case c;
-  c.seq_q = 512;
-  c.seq_kv = 1000;
-  c.fill = Fill::channel_offsets;
+  Case c = k_offsets_case();
   for (int pv : {0, 1}) {
     c.attention = config(4, 16, 64, 2, pv);
     c.seed = 20 + pv;
@@ -123,46 +169,22 @@ TEST_CASE("GPU attention: features and odd lengths") {
   const Expect quality{0.999, 0.06, true};
   const Expect emulator_only{0.0, 1.0, false};
 
-  Case causal;  // fp16 dtype, causal square, LSE with smoothing (lse_delta), fp16 PV, 32-row warps
-  causal.dtype = DType::fp16;
-  causal.seq_q = causal.seq_kv = 1000;
-  causal.causal = true;
-  causal.lse = true;
+  Case causal = causal_fp16_lse_case();  // fp16 PV, 32-row warps
   causal.attention = config(4, 32, 64, 2, 1);
   causal.seed = 30;
   check_attention(*gpu, causal, quality);
 
-  Case gqa;  // causal Nq < Nk, GQA 4:1, NHD with padded strides, fp8, block_n 32, no pipelining
-  gqa.heads_q = 4;
-  gqa.heads_kv = 1;
-  gqa.seq_q = 127;
-  gqa.seq_kv = 4097;
-  gqa.layout = Layout::NHD;
-  gqa.padding = {3, 5, 2};
-  gqa.causal = true;
-  gqa.lse = true;
+  Case gqa = gqa_nhd_causal_case();  // fp8, block_n 32, no pipelining
   gqa.attention = config(4, 16, 32, 1, 0);
   gqa.seed = 31;
   check_attention(*gpu, gqa, emulator_only);  // causal rows see 1..127 keys: tiny-Nk quality
 
-  Case tall;  // Nq > Nk causal (rows past Nk see every key), 8 warps, block_n 128
-  tall.seq_q = 4097;
-  tall.seq_kv = 31;
-  tall.heads_q = tall.heads_kv = 1;
-  tall.causal = true;
+  Case tall = tall_causal_case();  // 8 warps, block_n 128
   tall.attention = config(8, 16, 128, 2, 0);
   tall.seed = 32;
   check_attention(*gpu, tall, emulator_only);
 
-  Case d64;  // D=64, MQA, no smoothing, LSE without smoothing, HND strided output
-  d64.head_dim = 64;
-  d64.heads_q = 3;
-  d64.heads_kv = 1;
-  d64.seq_q = 1000;
-  d64.seq_kv = 127;
-  d64.smooth_k = false;
-  d64.lse = true;
-  d64.padding = {0, 64, 16};
+  Case d64 = d64_mqa_case();
   d64.attention = config(4, 16, 64, 2, 0);
   d64.seed = 33;
   check_attention(*gpu, d64, quality);
@@ -248,54 +270,27 @@ TEST_CASE("GPU attention: wgmma kernel (sm_90), quality, features and odd length
   c.seed = seed++;
   check_attention(*gpu, c, issue_thresholds);
 
-  Case offsets;  // K with channel offsets
-  offsets.seq_q = 512;
-  offsets.seq_kv = 1000;
-  offsets.fill = Fill::channel_offsets;
+  Case offsets = k_offsets_case();
   offsets.attention = wgmma(4, 128, 2);
   offsets.seed = seed++;
   check_attention(*gpu, offsets, quality);
 
-  Case causal;  // fp16, causal square, LSE with smoothing; two warpgroups skip tiles independently
-  causal.dtype = DType::fp16;
-  causal.seq_q = causal.seq_kv = 1000;
-  causal.causal = true;
-  causal.lse = true;
+  Case causal = causal_fp16_lse_case();  // two warpgroups skip tiles independently
   causal.attention = wgmma(8, 64, 2);
   causal.seed = seed++;
   check_attention(*gpu, causal, quality);
 
-  Case gqa;  // causal Nq < Nk, GQA 4:1, NHD with padded strides
-  gqa.heads_q = 4;
-  gqa.heads_kv = 1;
-  gqa.seq_q = 127;
-  gqa.seq_kv = 4097;
-  gqa.layout = Layout::NHD;
-  gqa.padding = {3, 5, 2};
-  gqa.causal = true;
-  gqa.lse = true;
+  Case gqa = gqa_nhd_causal_case();
   gqa.attention = wgmma(4, 128, 2);
   gqa.seed = seed++;
   check_attention(*gpu, gqa, emulator_only);
 
-  Case tall;  // Nq > Nk causal
-  tall.seq_q = 4097;
-  tall.seq_kv = 31;
-  tall.heads_q = tall.heads_kv = 1;
-  tall.causal = true;
+  Case tall = tall_causal_case();
   tall.attention = wgmma(8, 128, 2);
   tall.seed = seed++;
   check_attention(*gpu, tall, emulator_only);
 
-  Case d64;  // D=64, MQA, no smoothing, LSE, strided output
-  d64.head_dim = 64;
-  d64.heads_q = 3;
-  d64.heads_kv = 1;
-  d64.seq_q = 1000;
-  d64.seq_kv = 127;
-  d64.smooth_k = false;
-  d64.lse = true;
-  d64.padding = {0, 64, 16};
+  Case d64 = d64_mqa_case();
   for (int block_n : {64, 128}) {
     d64.attention = wgmma(4, block_n, 2);
     d64.seed = seed++;

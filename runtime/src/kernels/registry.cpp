@@ -29,6 +29,17 @@ const std::vector<const KernelDesc*>& all_kernels() {
   return kernels;
 }
 
+namespace {
+
+// True when `config` turns on `desc`'s config switch (never for a kernel without one).
+bool switch_is_on(const KernelDesc& desc, const TileConfig& config) {
+  if (desc.config_switch.empty()) return false;
+  const auto it = config.find(desc.config_switch);
+  return it != config.end() && it->second != 0;
+}
+
+}  // namespace
+
 const KernelDesc& find_kernel(std::string_view family, const std::string& target) {
   const std::string arch = target.substr(0, target.find(':'));
   std::string families;
@@ -50,9 +61,7 @@ const KernelDesc& find_kernel(std::string_view family, const std::string& target
 const KernelDesc& find_kernel(std::string_view family, const std::string& target, const TileConfig& config) {
   const std::string arch = target.substr(0, target.find(':'));
   for (const KernelDesc* desc : all_kernels()) {
-    if (desc->family != family || desc->config_switch.empty()) continue;
-    const auto it = config.find(desc->config_switch);
-    if (it == config.end() || it->second == 0) continue;
+    if (desc->family != family || !switch_is_on(*desc, config)) continue;
     if (desc->supports_target != nullptr && !desc->supports_target(arch))
       fail(ErrorCode::unsupported, "config {} selects kernel {} ({}=1), which does not support target {}",
            config_id(config), desc->name, desc->config_switch, arch);
@@ -62,13 +71,9 @@ const KernelDesc& find_kernel(std::string_view family, const std::string& target
 }
 
 bool kernel_serves_config(const KernelDesc& desc, const TileConfig& config) {
-  const auto switched_on = [&config](const KernelDesc& kernel) {
-    const auto it = config.find(kernel.config_switch);
-    return !kernel.config_switch.empty() && it != config.end() && it->second != 0;
-  };
-  if (!desc.config_switch.empty()) return switched_on(desc);
+  if (!desc.config_switch.empty()) return switch_is_on(desc, config);
   for (const KernelDesc* other : all_kernels())
-    if (other->family == desc.family && switched_on(*other)) return false;
+    if (other->family == desc.family && switch_is_on(*other, config)) return false;
   return true;
 }
 
