@@ -4,7 +4,7 @@
 
 #include "core/build_report.hpp"
 #include "core/error.hpp"
-#include "kernels/embedded_file.hpp"
+#include "core/embedded_file.hpp"
 
 TEST_CASE("build report names a semantic version and the embedded files") {
   const auto report = sagejit::build_report();

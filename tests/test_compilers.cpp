@@ -17,7 +17,7 @@
 #include "compiler/compiler.hpp"
 #include "compiler/private_temp_dir.hpp"
 #include "compiler/subprocess.hpp"
-#include "compiler/target_names.hpp"
+#include "core/target.hpp"
 #include "core/error.hpp"
 
 using namespace sagejit;
@@ -159,7 +159,7 @@ TEST_CASE("target names are validated per vendor") {
   CHECK_FALSE(is_amd_target("gfx942:xnack"));
   CHECK_FALSE(is_amd_target("sm_90"));
   CHECK_FALSE(is_amd_target("gfx1201 -mcumode"));
-  CHECK(amd_base_target("gfx942:sramecc+:xnack-") == "gfx942");
+  CHECK(target_arch("gfx942:sramecc+:xnack-") == "gfx942");
 }
 
 TEST_CASE("the first error's location is found in NVRTC and clang logs") {

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "kernels/embedded_file.hpp"
+#include "core/embedded_file.hpp"
 #include "random_support.hpp"
 #include "tuning/tuning_table.hpp"
 

@@ -33,7 +33,7 @@
 #include "common/tables.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "kernels/embedded_file.hpp"
+#include "core/embedded_file.hpp"
 #include "kernels/jit.hpp"
 #include "kernels/registry.hpp"
 #include "tuning/tuning_table.hpp"

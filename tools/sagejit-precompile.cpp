@@ -22,7 +22,7 @@
 #include "common/progress.hpp"
 #include "common/table.hpp"
 #include "common/tables.hpp"
-#include "compiler/target_names.hpp"
+#include "core/target.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "kernels/registry.hpp"

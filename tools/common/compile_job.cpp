@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/target_names.hpp"
+#include "core/target.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "kernels/jit.hpp"
@@ -76,7 +76,7 @@ const Compiler& compiler_for_target(const std::string& target, std::optional<Com
   try {
     const Compiler& hiprtc = hiprtc_compiler();
     const auto [major, minor] = hiprtc_version(hiprtc.identity());
-    const bool gfx12 = amd_base_target(target).rfind("gfx12", 0) == 0;
+    const bool gfx12 = parse_target(target).amd_family() == "gfx12";
     if (!gfx12 || major > 6 || (major == 6 && minor >= 4)) return hiprtc;
     hiprtc_problem = fmt::format("{} cannot build {} (needs ROCm 6.4+)", hiprtc.identity(), target);
   } catch (const Error& error) {

@@ -1,7 +1,7 @@
 #include "common/tables.hpp"
 
 #include "core/env.hpp"
-#include "kernels/embedded_file.hpp"
+#include "core/embedded_file.hpp"
 #include "tuning/tuning_table.hpp"
 
 namespace sagejit::tools {

@@ -17,7 +17,7 @@
 #include "compiler/compiler.hpp"
 #include "compiler/private_temp_dir.hpp"
 #include "compiler/subprocess.hpp"
-#include "compiler/target_names.hpp"
+#include "core/target.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"

@@ -12,7 +12,7 @@
 #include "compiler/compile_diagnostics.hpp"
 #include "compiler/compiler.hpp"
 #include "compiler/hiprtc_api.hpp"
-#include "compiler/target_names.hpp"
+#include "core/target.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -119,7 +119,7 @@ class HiprtcCompiler final : public Compiler {
   // aborts the process (heap corruption) instead of failing. Refuse before calling it.
   void require_supported_target(const std::string& target) const {
     require_amd_target("hiprtc", target);
-    const std::string base = amd_base_target(target);
+    const std::string base(target_arch(target));
     const bool gfx12 = base.rfind("gfx12", 0) == 0;
     if (gfx12 && (major_ < 6 || (major_ == 6 && minor_ < 4)))
       fail(ErrorCode::unsupported,

@@ -8,7 +8,7 @@
 #include "compiler/compile_diagnostics.hpp"
 #include "compiler/compiler.hpp"
 #include "compiler/nvrtc_api.hpp"
-#include "compiler/target_names.hpp"
+#include "core/target.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "device/dynlib.hpp"

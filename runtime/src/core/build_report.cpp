@@ -1,7 +1,7 @@
 #include "core/build_report.hpp"
 
 #include "build_info.hpp"
-#include "kernels/embedded_file.hpp"
+#include "core/embedded_file.hpp"
 
 namespace sagejit {
 

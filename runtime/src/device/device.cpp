@@ -10,14 +10,6 @@
 
 namespace sagejit {
 
-std::string_view to_string(Vendor vendor) noexcept {
-  switch (vendor) {
-    case Vendor::nvidia: return "nvidia";
-    case Vendor::amd: return "amd";
-  }
-  return "unknown";
-}
-
 namespace {
 
 // Returns the backend when it loads and has a device; otherwise appends why not to `reasons`.

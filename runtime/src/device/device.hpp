@@ -10,10 +10,9 @@
 #include <string>
 #include <vector>
 
-namespace sagejit {
+#include "core/target.hpp"
 
-enum class Vendor : int { nvidia = 0, amd = 1 };
-std::string_view to_string(Vendor vendor) noexcept;
+namespace sagejit {
 
 struct DeviceInfo {
   int ordinal = 0;

@@ -8,12 +8,6 @@
 
 namespace sagejit {
 
-// The config's value of `name`, or `fallback` when the config does not set it.
-inline int config_param(const TileConfig& config, const char* name, int fallback) {
-  const auto it = config.find(name);
-  return it == config.end() ? fallback : it->second;
-}
-
 inline bool one_of(int value, std::initializer_list<int> allowed) {
   for (const int a : allowed)
     if (a == value) return true;

@@ -9,14 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "core/tile_config.hpp"
 #include "device/device.hpp"
 
 namespace sagejit {
-
-// Tile parameters of one config, e.g. {"block_n": 64, "warps": 4, "pv": 1}. Ordered, so the id is stable.
-using TileConfig = std::map<std::string, int>;
-// "block_n=64,pv=1,warps=4" (keys sorted). Used in cache-entry names, logs and the autotuner.
-std::string config_id(const TileConfig& config);
 
 // Compile-time properties of a call that select a code object (besides the tile config).
 struct Specialization {

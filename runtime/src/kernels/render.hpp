@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/embedded_file.hpp"
+#include "core/embedded_file.hpp"
 #include "kernels/kernel_desc.hpp"
 
 namespace sagejit {

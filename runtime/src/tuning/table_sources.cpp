@@ -9,7 +9,7 @@
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "kernels/embedded_file.hpp"
+#include "core/embedded_file.hpp"
 #include "tuning/tuning_table.hpp"
 
 namespace sagejit {

@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "kernels/kernel_desc.hpp"
+#include "core/tile_config.hpp"
 
 namespace sagejit {
 
