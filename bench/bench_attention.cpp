@@ -18,8 +18,8 @@
 
 #include "common/prelude.h"
 #include "device/device.hpp"
-#include "kernels/attention_runner.hpp"
-#include "kernels/workspace_layout.hpp"
+#include "plan/attention_runner.hpp"
+#include "jit/jit.hpp"
 
 using namespace sagejit;
 
@@ -200,8 +200,8 @@ int main(int argc, char** argv) {
     call.out = out;
     call.attention_config = config;
     call.prepare_config = {{"threads", 256}};
-    const bool pv_fp16 = config.count("pv_fp16") && config.at("pv_fp16") != 0;
-    const std::size_t workspace_bytes = workspace_layout(workspace_shape(call, pv_fp16)).total_bytes;
+    const AttentionPlan plan = plan_attention(call, device_target(device, ordinal));
+    const std::size_t workspace_bytes = plan.workspace.total_bytes;
     void* workspace = device.allocate(ordinal, workspace_bytes);
 
     auto set_inputs = [&](const InputSet& in) {
@@ -211,19 +211,19 @@ int main(int argc, char** argv) {
     };
     set_inputs(inputs[0]);
     const auto compile_start = std::chrono::steady_clock::now();
-    run_attention(device, ordinal, call, workspace, nullptr);
+    run_attention(device, ordinal, plan, call, workspace, nullptr);
     device.synchronize(ordinal, nullptr);
     const double first_call_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - compile_start).count();
     for (int i = 0; i < warmup; ++i) {
       set_inputs(inputs[i % sets]);
-      run_attention(device, ordinal, call, workspace, nullptr);
+      run_attention(device, ordinal, plan, call, workspace, nullptr);
     }
     std::vector<double> times;
     for (int i = 0; i < iterations; ++i) {
       set_inputs(inputs[(i + 1) % sets]);
       device.record_event(ordinal, start, nullptr);
-      run_attention(device, ordinal, call, workspace, nullptr);
+      run_attention(device, ordinal, plan, call, workspace, nullptr);
       device.record_event(ordinal, stop, nullptr);
       device.synchronize(ordinal, nullptr);
       times.push_back(device.elapsed_ms(ordinal, start, stop));
@@ -238,7 +238,7 @@ int main(int argc, char** argv) {
       // Sampled rows of two heads (first and last) of the last-used input set, against fp64.
       const InputSet& in = inputs[iterations % sets];
       set_inputs(in);
-      run_attention(device, ordinal, call, workspace, nullptr);
+      run_attention(device, ordinal, plan, call, workspace, nullptr);
       std::vector<std::uint16_t> host_out(elements);
       device.copy_to_host(ordinal, host_out.data(), out, elements * 2);
       double dot = 0, norm_a = 0, norm_r = 0, l1 = 0, l1_ref = 0;

@@ -23,7 +23,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "device/device.hpp"
-#include "kernels/jit.hpp"
+#include "jit/jit.hpp"
 #include "kernels/registry.hpp"
 
 using namespace sagejit;
@@ -148,7 +148,7 @@ void bench_device(int repeats, int lookups, std::vector<Row>& rows) {
     return;
   }
   const DeviceInfo info = device->info(0);
-  const Compiler& chosen = compiler(compiler_kind_for(device->vendor()));
+  const Compiler& chosen = *device_compiler_choice(*device, 0).compiler;
   std::mt19937 rng(std::random_device{}());
   ScratchDir scratch;
   std::vector<TileConfig> configs;

@@ -14,7 +14,7 @@
 // each needs registers that cost the third CTA — docs/NVIDIA.md.)
 //
 // Grid: (ceil(Nq / BLOCK_M), Hq, B); causal grids run the heaviest query blocks first.
-// Defines: SJ_HEAD_DIM (64|128), SJ_WARPGROUPS (1|2), SJ_BLOCK_N (64|128), SJ_STAGES (2|3), SJ_DTYPE,
+// Defines: SJ_HEAD_DIM (64|128), SJ_WARPS (4|8: one or two warpgroups), SJ_BLOCK_N (64|128), SJ_STAGES (2|3), SJ_DTYPE,
 // SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS.
 #include "arch/mma_sm80.h"
 #include "arch/wgmma_sm90.h"
@@ -22,6 +22,7 @@
 #include "common/prelude.h"
 
 #define SJ_D SJ_HEAD_DIM
+#define SJ_WARPGROUPS (SJ_WARPS / 4)
 #define SJ_THREADS (SJ_WARPGROUPS * 128)
 #define SJ_BLOCK_M (SJ_WARPGROUPS * 64)
 #define SJ_Q_TILE_BYTES (SJ_BLOCK_M * SJ_D)

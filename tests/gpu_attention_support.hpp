@@ -14,7 +14,8 @@
 #include <fmt/format.h>
 
 #include "device/device.hpp"
-#include "kernels/attention_runner.hpp"
+#include "jit/jit.hpp"
+#include "plan/attention_runner.hpp"
 #include "numerics/emulator.hpp"
 #include "numerics/host_tensor.hpp"
 #include "numerics/random_fill.hpp"
@@ -82,19 +83,19 @@ struct Case {
   TileConfig prepare{{"threads", 256}};
   std::uint64_t seed = 1;
 
-  bool pv_fp16() const { return attention.at("pv_fp16") != 0; }
   std::string describe() const {
     return fmt::format("{} B{} Hq{} Hk{} Nq{} Nk{} D{} {} causal={} smooth={} lse={} cfg={}", to_string(dtype), batch,
                        heads_q, heads_kv, seq_q, seq_kv, head_dim, to_string(layout), causal, smooth_k, lse,
                        config_id(attention));
   }
-  numerics::EmulatorOptions emulator_options() const {
+  // The emulator's options for the plan the case ran with (its block_n and V format).
+  numerics::EmulatorOptions emulator_options(const AttentionPlan& plan) const {
     numerics::EmulatorOptions options;
     options.causal = causal;
     options.smooth_k = smooth_k;
     options.return_lse = lse;
-    options.block_n = attention.at("block_n");
-    options.pv_fp16 = pv_fp16();
+    options.block_n = plan.attention_config.at("block_n");
+    options.pv_fp16 = plan.spec.v.pv_fp16;
     return options;
   }
 };
@@ -107,6 +108,7 @@ struct CaseResult {
   std::vector<float> lse;              // [B, Hq, Nq] when requested
   std::vector<std::uint8_t> workspace;  // the whole workspace after the call
   WorkspaceLayout layout;
+  AttentionPlan plan;                   // what ran
   bool out_guard_intact = true, lse_guard_intact = true, out_padding_intact = true;
 };
 
@@ -131,7 +133,7 @@ inline CaseResult run_case(const Gpu& gpu, const Case& c) {
   CaseResult r{numerics::HostTensor(q_dims, c.dtype, c.layout, c.padding),
                numerics::HostTensor(kv_dims, c.dtype, c.layout, c.padding),
                numerics::HostTensor(kv_dims, c.dtype, c.layout, c.padding),
-               numerics::HostTensor(q_dims, c.dtype, c.layout, c.padding), {}, {}, {}};
+               numerics::HostTensor(q_dims, c.dtype, c.layout, c.padding), {}, {}, {}, {}};
   fill(r.q, Fill::normal, rng);
   fill(r.k, c.fill, rng);
   fill(r.v, Fill::normal, rng);
@@ -176,12 +178,14 @@ inline CaseResult run_case(const Gpu& gpu, const Case& c) {
   call.attention_config = c.attention;
   call.prepare_config = c.prepare;
 
-  r.layout = workspace_layout(workspace_shape(call, c.pv_fp16()));
+  const AttentionPlan plan = plan_attention(call, device_target(*gpu.device, gpu.ordinal));
+  r.layout = plan.workspace;
+  r.plan = plan;
   std::vector<std::uint8_t> poison(r.layout.total_bytes, 0xA5);  // unwritten workspace shows up as 0xA5
   DeviceBuffer workspace(gpu, r.layout.total_bytes);
   workspace.upload(poison.data(), poison.size());
 
-  run_attention(*gpu.device, gpu.ordinal, call, workspace.get(), nullptr);
+  run_attention(*gpu.device, gpu.ordinal, plan, call, workspace.get(), nullptr);
   gpu.device->synchronize(gpu.ordinal, nullptr);
 
   out.download(out_host.data(), out_host.size() * 2);

@@ -33,9 +33,10 @@
 
 #include "compiler/compiler.hpp"
 #include "core/error.hpp"
+#include "jit/kernel_config.hpp"
 #include "kernels/attention_gfx12_desc.hpp"
 #include "kernels/registry.hpp"
-#include "kernels/render.hpp"
+#include "jit/render.hpp"
 
 namespace fs = std::filesystem;
 using namespace sagejit;
@@ -232,7 +233,6 @@ TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the
   specimens[2].spec.causal = true;
   specimens[2].spec.write_lse = true;
   specimens[2].only_rows_per_wave = 32;
-  for (Specimen& specimen : specimens) specimen.spec.target = kTarget;
 
   struct Job {
     const Specimen* specimen;
@@ -244,7 +244,7 @@ TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the
   for (const Specimen& specimen : specimens)
     for (const TileConfig& config : space) {
       if (specimen.only_rows_per_wave != 0 && config.at("rows_per_wave") != specimen.only_rows_per_wave) continue;
-      const std::string reason = attention_gfx12_kernel.check_config(config, specimen.spec, kTarget);
+      const std::string reason = check_kernel_config(attention_gfx12_kernel, config, specimen.spec, kTarget);
       if (!reason.empty()) {
         rejected += fmt::format("{} {}: {}\n", specimen.label, config_id(config), reason);
         continue;
@@ -258,7 +258,7 @@ TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the
   // The table's default must be one of the accepted configs for every specimen.
   const TileConfig default_config = attention.at("default").get<TileConfig>();
   for (const Specimen& specimen : specimens)
-    CHECK_MESSAGE(attention_gfx12_kernel.check_config(default_config, specimen.spec, kTarget).empty(),
+    CHECK_MESSAGE(check_kernel_config(attention_gfx12_kernel, default_config, specimen.spec, kTarget).empty(),
                   "default config ", config_id(default_config), " rejected for ", specimen.label);
   REQUIRE(!jobs.empty());
 
@@ -334,49 +334,50 @@ TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the
 }
 
 TEST_CASE("gfx12 attention descriptor rejects what the kernel does not support, with reasons") {
-  Specialization spec;
-  spec.target = kTarget;
+  const Specialization spec;
   const TileConfig good{{"waves", 4}, {"rows_per_wave", 16}, {"block_n", 32}, {"stages", 2}};
-  CHECK(attention_gfx12_kernel.check_config(good, spec, "gfx1201").empty());
-  CHECK(attention_gfx12_kernel.check_config(good, spec, "gfx1200").empty());
-  CHECK(attention_gfx12_kernel.check_config(good, spec, "gfx1201:xnack-").empty());
-  CHECK(attention_gfx12_kernel.supports_target("gfx1201:sramecc-:xnack-"));
-  CHECK_FALSE(attention_gfx12_kernel.supports_target("gfx1100"));
-  CHECK_FALSE(attention_gfx12_kernel.supports_target("sm_90"));
-  CHECK(attention_gfx12_kernel.check_config(good, spec, "gfx942").find("gfx942") != std::string::npos);
+  CHECK(check_kernel_config(attention_gfx12_kernel, good, spec, "gfx1201").empty());
+  CHECK(check_kernel_config(attention_gfx12_kernel, good, spec, "gfx1200").empty());
+  CHECK(check_kernel_config(attention_gfx12_kernel, good, spec, "gfx1201:xnack-").empty());
+  CHECK(kernel_supports(attention_gfx12_kernel, "gfx1201:sramecc-:xnack-"));
+  CHECK_FALSE(kernel_supports(attention_gfx12_kernel, "gfx1100"));
+  CHECK_FALSE(kernel_supports(attention_gfx12_kernel, "sm_90"));
+  CHECK(check_kernel_config(attention_gfx12_kernel, good, spec, "gfx942").find("gfx942") != std::string::npos);
 
   Specialization d96 = spec;
   d96.head_dim = 96;
-  CHECK(attention_gfx12_kernel.check_config(good, d96, kTarget).find("head_dim 96") != std::string::npos);
+  CHECK(check_kernel_config(attention_gfx12_kernel, good, d96, kTarget).find("head_dim 96") != std::string::npos);
   Specialization fp32 = spec;
   fp32.dtype = 2;
-  CHECK(attention_gfx12_kernel.check_config(good, fp32, kTarget).find("dtype") != std::string::npos);
-  Specialization pv16 = spec;
-  pv16.pv_fp16 = true;
-  CHECK(attention_gfx12_kernel.check_config(good, pv16, kTarget).find("pv_fp16") != std::string::npos);
+  CHECK(check_kernel_config(attention_gfx12_kernel, good, fp32, kTarget).find("dtype") != std::string::npos);
+  // PV runs in fp8 on gfx12 (native WMMA): the fp16-PV family of the NVIDIA kernels is no parameter here.
+  TileConfig pv16 = good;
+  pv16["pv_fp16"] = 1;
+  CHECK(check_kernel_config(attention_gfx12_kernel, pv16, spec, kTarget).find("pv_fp16") != std::string::npos);
+  CHECK(kernel_v_input(attention_gfx12_kernel, good) == VInput{false, VOrder::natural});
 
   TileConfig unknown = good;
   unknown["lds_pad"] = 16;
-  CHECK(attention_gfx12_kernel.check_config(unknown, spec, kTarget).find("lds_pad") != std::string::npos);
+  CHECK(check_kernel_config(attention_gfx12_kernel, unknown, spec, kTarget).find("lds_pad") != std::string::npos);
   TileConfig bad_bn = good;
   bad_bn["block_n"] = 128;
-  CHECK(attention_gfx12_kernel.check_config(bad_bn, spec, kTarget).find("block_n 128") != std::string::npos);
+  CHECK(check_kernel_config(attention_gfx12_kernel, bad_bn, spec, kTarget).find("block_n 128") != std::string::npos);
   // 32 rows a wave at D=128 with 64-key tiles needs more than 256 VGPRs.
   const TileConfig heavy{{"waves", 4}, {"rows_per_wave", 32}, {"block_n", 64}, {"stages", 2}};
-  CHECK(attention_gfx12_kernel.check_config(heavy, spec, kTarget).find("VGPRs") != std::string::npos);
+  CHECK(check_kernel_config(attention_gfx12_kernel, heavy, spec, kTarget).find("VGPRs") != std::string::npos);
 
   // Launch geometry: one workgroup per waves*rows_per_wave query rows, per head, per batch.
   ProblemShape shape;
   shape.batch = 3;
   shape.heads_q = 5;
   shape.seq_q = 1000;
-  const LaunchGeometry geometry = attention_gfx12_kernel.geometry(0, good, spec, shape);
+  const LaunchGeometry geometry = kernel_geometry(attention_gfx12_kernel, 0, good, spec, shape);
   CHECK(geometry.grid[0] == 16u);  // ceil(1000 / 64)
   CHECK(geometry.grid[1] == 5u);
   CHECK(geometry.grid[2] == 3u);
   CHECK(geometry.block[0] == 128u);
 
-  const auto defines = attention_gfx12_kernel.defines(good, spec);
+  const auto defines = kernel_defines(attention_gfx12_kernel, good, spec);
   CHECK(std::find(defines.begin(), defines.end(), std::pair<std::string, std::string>{"SJ_BLOCK_N", "32"}) != defines.end());
   CHECK(std::find(defines.begin(), defines.end(), std::pair<std::string, std::string>{"SJ_HEAD_DIM", "128"}) != defines.end());
 }

@@ -10,7 +10,7 @@
 #include "cache_test_support.hpp"
 #include "core/error.hpp"
 #include "device/device.hpp"
-#include "kernels/jit.hpp"
+#include "jit/jit.hpp"
 #include "kernels/registry.hpp"
 
 using namespace sagejit;
@@ -27,7 +27,7 @@ TEST_CASE("the probe kernel runs through load_kernel and computes y = scale * x 
   CodeCache cache(test::settings_for(root / "cache"));
   const int scale = 2 + static_cast<int>(test::rng()() % 50);
   const TileConfig config{{"block", 128}, {"scale", scale}};
-  const Compiler& chosen = compiler(compiler_kind_for(device->vendor()));
+  const Compiler& chosen = *device_compiler_choice(*device, 0).compiler;
   LoadedKernel& kernel = load_kernel(*device, 0, jit_probe_kernel, config, {}, chosen, cache);
   CHECK(&load_kernel(*device, 0, jit_probe_kernel, config, {}, chosen, cache) == &kernel);
 

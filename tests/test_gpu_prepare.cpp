@@ -44,11 +44,11 @@ void check_prepare(const Gpu& gpu, const Case& c) {
   CAPTURE(c.describe());
   const CaseResult r = run_case(gpu, c);
   const numerics::PreparedTensors expected =
-      numerics::prepare(r.q.view(), r.k.view(), r.v.view(), c.layout, c.emulator_options());
+      numerics::prepare(r.q.view(), r.k.view(), r.v.view(), c.layout, c.emulator_options(r.plan));
   const numerics::PreparedTensors actual = gpu_prepared(r, expected);
-  // The sm80 fp8 family stores V keys in its fragment order; everything else in natural order.
+  // The V key order the plan's attention kernel reads (its descriptor's VInput).
   numerics::KeySlotMap slot_map;
-  if (gpu.target.rfind("sm_", 0) == 0 && !c.pv_fp16()) slot_map = [](int key) { return sj_sm80_v_slot_of_key(key); };
+  if (r.plan.spec.v.order == VOrder::sm80_fp8_permuted) slot_map = [](int key) { return sj_sm80_v_slot_of_key(key); };
   const auto mismatch = numerics::compare_prepared(expected, actual, slot_map);
   if (mismatch) FAIL(mismatch->describe());
 

@@ -13,7 +13,8 @@
 #include "cache_test_support.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "kernels/jit.hpp"
+#include "jit/compiler_choice.hpp"
+#include "jit/jit.hpp"
 #include "kernels/registry.hpp"
 
 using namespace sagejit;
@@ -180,16 +181,75 @@ TEST_CASE("SAGEJIT_DUMP_DIR receives source, options, code object and log of eac
   CHECK(options_text.find("--offload-arch=gfx1201:xnack-") != std::string::npos);
 }
 
-TEST_CASE("the compiler follows the vendor and SAGEJIT_COMPILER") {
+TEST_CASE("one compiler policy: the vendor, --compiler, SAGEJIT_COMPILER, then what can build the target") {
   ::unsetenv("SAGEJIT_COMPILER");
-  CHECK(compiler_kind_for(Vendor::nvidia) == CompilerKind::nvrtc);
-  CHECK(compiler_kind_for(Vendor::amd) == CompilerKind::hiprtc);
-  ::setenv("SAGEJIT_COMPILER", "clang", 1);
-  CHECK(compiler_kind_for(Vendor::amd) == CompilerKind::clang);
-  CHECK_THROWS_AS(compiler_kind_for(Vendor::nvidia), Error);
+  const Target gfx1201 = parse_target("gfx1201:xnack-"), sm90 = parse_target("sm_90");
+  const auto message = [](auto&& call) {
+    try {
+      call();
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK(message([&] { choose_compiler(sm90, CompilerKind::clang); }).find("--compiler clang") != std::string::npos);
+  CHECK(message([&] { choose_compiler(gfx1201, CompilerKind::nvrtc); }).find("--compiler nvrtc") != std::string::npos);
   ::setenv("SAGEJIT_COMPILER", "gcc", 1);
-  CHECK_THROWS_AS(compiler_kind_for(Vendor::amd), Error);
+  CHECK(message([&] { choose_compiler(gfx1201); }).find("SAGEJIT_COMPILER=gcc") != std::string::npos);
+  ::setenv("SAGEJIT_COMPILER", "nvrtc", 1);
+  CHECK(message([&] { choose_compiler(gfx1201); }).find("SAGEJIT_COMPILER nvrtc cannot build amd") != std::string::npos);
+  ::setenv("SAGEJIT_COMPILER", "clang", 1);
+  CHECK(message([&] { choose_compiler(sm90); }).find("SAGEJIT_COMPILER clang cannot build nvidia") != std::string::npos);
   ::unsetenv("SAGEJIT_COMPILER");
+  // Debian's hipRTC (ROCm 5.2) builds gfx1030 but not gfx12: the policy then takes the offline clang,
+  // so a default run on gfx1201 works on such a machine (and finds what precompile built with it).
+  bool hiprtc_loads = true, clang_found = true;
+  try { (void)hiprtc_compiler(); } catch (const Error&) { hiprtc_loads = false; }
+  try { (void)clang_compiler(); } catch (const Error&) { clang_found = false; }
+  if (hiprtc_loads) CHECK(choose_compiler(parse_target("gfx1030")).compiler->kind() == CompilerKind::hiprtc);
+  if (clang_found && (!hiprtc_loads || hiprtc_compiler().identity().rfind("hiprtc 5.", 0) == 0))
+    CHECK(choose_compiler(gfx1201).compiler->kind() == CompilerKind::clang);
+  if (!hiprtc_loads || !clang_found) MESSAGE("hipRTC or clang missing: part of the automatic choice not checked");
+}
+
+TEST_CASE("a run accepts the system cache's prebuilt code objects of another compiler (its manifest)") {
+  test::TempDir root;
+  const fs::path system = root / "system";
+  const TileConfig config = random_probe_config();
+  // What sagejit-precompile does with the offline clang: entries keyed with that clang's identity,
+  // and the manifest naming it.
+  const std::unique_ptr<Compiler> builder = prebuilt_compiler(CompilerKind::clang, "clang 99.9.9");
+  {
+    CodeCache publisher(test::settings_for(system));
+    const KernelBuild build = plan_build(jit_probe_kernel, config, {}, "gfx1201:xnack-", *builder);
+    const std::string text = "prebuilt object of sagejit_probe_axpy";
+    publisher.get_or_compile(build.key, build.label, [&] {
+      std::vector<std::byte> code(text.size());
+      std::memcpy(code.data(), text.data(), text.size());
+      return code;
+    });
+    record_prebuilt_compiler(system, {"clang", "clang 99.9.9"});
+  }
+  CHECK(read_prebuilt_manifest(system) == std::vector<PrebuiltCompiler>{{"clang", "clang 99.9.9"}});
+  CHECK_THROWS_AS(builder->compile(CompileRequest{"k", "", "gfx1201", {}}), Error);  // it only keys
+
+  CodeCacheSettings settings = test::settings_for(root / "user");
+  settings.system_dir = system;
+  CodeCache cache(settings);
+  FakeCompiler compiler;  // the run's own compiler (as hipRTC would be on a ROCm machine)
+  FakeDevice device;
+  const CompilerChoice choice = choose_compiler(parse_target("gfx1201:xnack-"), CompilerKind::clang, &cache);
+  REQUIRE(choice.prebuilt.size() == (choice.compiler->identity() == "clang 99.9.9" ? 0u : 1u));
+  const LoadedKernel& kernel = load_kernel(device, 0, jit_probe_kernel, config, {}, compiler, cache, choice.prebuilt);
+  CHECK(compiler.compiles.load() == 0);
+  CHECK(kernel.hit == CacheHit::system);
+  CHECK(kernel.compiler == "clang 99.9.9");
+
+  // Without the manifest's stand-in the same call compiles with its own compiler.
+  FakeDevice other_device;
+  const LoadedKernel& compiled = load_kernel(other_device, 0, jit_probe_kernel, config, {}, compiler, cache);
+  CHECK(compiler.compiles.load() == 1);
+  CHECK(compiled.hit == CacheHit::compiled);
 }
 
 TEST_CASE("the runtime and the tools key a kernel identically") {

@@ -9,7 +9,7 @@
 #include "cache_test_support.hpp"
 #include "compiler/compiler.hpp"
 #include "core/error.hpp"
-#include "kernels/jit.hpp"
+#include "jit/jit.hpp"
 #include "kernels/registry.hpp"
 
 using namespace sagejit;

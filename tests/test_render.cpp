@@ -8,7 +8,7 @@
 #include "cache_test_support.hpp"
 #include "core/error.hpp"
 #include "kernels/registry.hpp"
-#include "kernels/render.hpp"
+#include "jit/render.hpp"
 
 using namespace sagejit;
 

@@ -9,7 +9,8 @@
 
 #include "compiler/compiler.hpp"
 #include "core/error.hpp"
-#include "kernels/jit.hpp"
+#include "jit/jit.hpp"
+#include "jit/kernel_config.hpp"
 #include "kernels/registry.hpp"
 #include "tuning/tuning_table.hpp"
 #if SAGEJIT_HAVE_CODE_OBJECT_STATS
@@ -45,7 +46,6 @@ Specialization spec_of(int head_dim, bool causal) {
   Specialization spec;
   spec.head_dim = head_dim;
   spec.causal = causal;
-  spec.target = "sm_90";
   return spec;
 }
 
@@ -71,10 +71,10 @@ TEST_CASE("the wgmma switch picks attention_sm90 on sm_90 and nothing else") {
 TEST_CASE("attention_sm90 rejects what it cannot run, naming the parameter") {
   const KernelDesc& sm90 = kernel_by_name("attention_sm90");
   const Specialization spec = spec_of(128, false);
-  CHECK(sm90.check_config(wgmma_config(4, 128, 2, 3), spec, "sm_90").empty());
-  CHECK(sm90.check_config(wgmma_config(8, 64, 3, 1), spec, "sm_90").empty());
+  CHECK(check_kernel_config(sm90, wgmma_config(4, 128, 2, 3), spec, "sm_90").empty());
+  CHECK(check_kernel_config(sm90, wgmma_config(8, 64, 3, 1), spec, "sm_90").empty());
   const auto reason = [&](TileConfig config, const std::string& target = "sm_90") {
-    return sm90.check_config(config, spec, target);
+    return check_kernel_config(sm90, config, spec, target);
   };
   TileConfig c = wgmma_config(4, 128, 2, 1);
   c["rows_per_warp"] = 32;
@@ -91,11 +91,8 @@ TEST_CASE("attention_sm90 rejects what it cannot run, naming the parameter") {
   c["tile"] = 1;
   CHECK(reason(c).find("unknown attention_sm90 parameter \"tile\"") != std::string::npos);
   CHECK(reason(wgmma_config(4, 128, 2, 1), "sm_89").find("sm_89") != std::string::npos);
-  Specialization fp16_pv = spec;
-  fp16_pv.pv_fp16 = true;
-  CHECK_FALSE(sm90.check_config(wgmma_config(4, 128, 2, 1), fp16_pv, "sm_90").empty());
   // The mma.sync kernel refuses wgmma configs instead of ignoring the switch.
-  CHECK_FALSE(kernel_by_name("attention_sm80").check_config(wgmma_config(4, 128, 2, 1), spec, "sm_90").empty());
+  CHECK_FALSE(check_kernel_config(kernel_by_name("attention_sm80"), wgmma_config(4, 128, 2, 1), spec, "sm_90").empty());
 }
 
 TEST_CASE("attention_sm90 is compiled for sm_90a, and every valid config of the sm_90 space compiles") {
@@ -110,7 +107,7 @@ TEST_CASE("attention_sm90 is compiled for sm_90a, and every valid config of the 
   const KernelSpace& space = tuning_tables().space("attention", "sm_90");
   std::vector<TileConfig> configs;
   for (const TileConfig& config : every_config(space))
-    if (kernel_serves_config(sm90, config) && sm90.check_config(config, spec_of(128, false), "sm_90").empty())
+    if (kernel_serves_config(sm90, config) && check_kernel_config(sm90, config, spec_of(128, false), "sm_90").empty())
       configs.push_back(config);
   REQUIRE_FALSE(configs.empty());  // the shipped space offers the wgmma kernel
   int compiled = 0;
@@ -119,7 +116,7 @@ TEST_CASE("attention_sm90 is compiled for sm_90a, and every valid config of the 
     spec.dtype = causal ? 1 : 0;  // fp16 with causal + LSE, bf16 without
     spec.write_lse = causal;
     for (const TileConfig& config : configs) {
-      if (!sm90.check_config(config, spec, "sm_90").empty()) continue;
+      if (!check_kernel_config(sm90, config, spec, "sm_90").empty()) continue;
       CAPTURE(config_id(config));
       CAPTURE(head_dim);
       const KernelBuild build = plan_build(sm90, config, spec, "sm_90", *nvrtc);

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "kernels/workspace_layout.hpp"
+#include "plan/workspace_layout.hpp"
 
 using namespace sagejit;
 

@@ -34,8 +34,9 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/embedded_file.hpp"
-#include "kernels/jit.hpp"
+#include "jit/jit.hpp"
 #include "kernels/registry.hpp"
+#include "plan/attention_plan.hpp"
 #include "tuning/tuning_table.hpp"
 
 namespace fs = std::filesystem;
@@ -87,17 +88,6 @@ std::vector<TileConfig> candidate_configs(const KernelSpace& space, std::size_t 
   ordered.insert(ordered.end(), rest.begin(), rest.end());
   if (count != 0 && ordered.size() > count) ordered.resize(count);
   return ordered;
-}
-
-Specialization specialization_of(const AttentionShape& shape, const TileConfig& config, const std::string& arch) {
-  Specialization spec;
-  spec.dtype = static_cast<int>(shape.dtype);
-  spec.head_dim = shape.head_dim;
-  spec.causal = shape.causal;
-  spec.target = arch;
-  const auto pv = config.find("pv_fp16");
-  spec.pv_fp16 = pv != config.end() && pv->second != 0;
-  return spec;
 }
 
 // The power-of-two bucket of a length (configs/README.md, "Lookup"): [2^(k-1)+1, 2^k], [1, 1] for 1.
@@ -182,7 +172,7 @@ void time_candidates(const CallDevice& device, const AttentionShape& shape, std:
   for (Candidate& candidate : candidates) {
     if (!candidate.rejected.empty()) continue;
     try {
-      const TrialChoice choice = trial.choice(candidate.config);
+      const AttentionPlan choice = trial.choice(candidate.config);
       for (int i = 0; i < options.warmup; ++i) trial.enqueue(choice, i, nullptr);
       backend.synchronize(ordinal, nullptr);
       for (int i = 0; i < options.reps; ++i) {
@@ -216,7 +206,7 @@ void check_candidates(const CallDevice& device, const AttentionShape& shape, std
       continue;
     }
     try {
-      const TrialChoice choice = trial.choice(candidate.config);
+      const AttentionPlan choice = trial.choice(candidate.config);
       trial.poison_output();
       trial.enqueue(choice, 0, nullptr);
       const OracleVerdict verdict = judge_output({&trial.q(), &trial.k(), &trial.v(), settings.layout,
@@ -252,7 +242,7 @@ int run(const Options& options) {
 
   const KernelSpace& space = tuning_tables().space("attention", arch);
   const std::vector<TileConfig> configs = candidate_configs(space, candidate_count);
-  const Compiler& jit_compiler = compiler(compiler_kind_for(device.backend->vendor()));
+  const Compiler& jit_compiler = *device_compiler_choice(*device.backend, device.info.ordinal).compiler;
   fmt::print("sagejit-autotune: {} on device {} \"{}\" ({}), {} shape(s) x {} candidate(s), compiler {}\n", arch,
              device.info.ordinal, device.info.name, device.info.full_target, shapes.size(), configs.size(),
              jit_compiler.identity());
@@ -265,9 +255,11 @@ int run(const Options& options) {
     for (const TileConfig& config : configs) {
       Candidate candidate{config, {}, {}, 0};
       try {
-        const KernelDesc& kernel = find_kernel("attention", arch, config);
-        keyed.push_back(key_job(CompileJob{&kernel, config, specialization_of(shapes[s], config, arch),
-                                           device.info.full_target, &jit_compiler}));
+        AttentionCall call = shapes[s].call();
+        call.attention_config = config;
+        const AttentionPlan plan = plan_attention(call, device.info.full_target);
+        keyed.push_back(key_job(CompileJob{plan.attention, plan.attention_config, plan.spec, device.info.full_target,
+                                           &jit_compiler}));
         builds.emplace_back(s, per_shape[s].size());
       } catch (const Error& error) {
         if (error.code() != ErrorCode::unsupported) throw;

@@ -25,7 +25,10 @@
 #include "core/target.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "jit/compiler_choice.hpp"
+#include "jit/kernel_config.hpp"
 #include "kernels/registry.hpp"
+#include "plan/attention_plan.hpp"
 #include "tuning/tuning_table.hpp"
 
 namespace fs = std::filesystem;
@@ -71,51 +74,68 @@ bool kernel_selected(const KernelDesc& desc, const std::vector<std::string>& wan
          std::find(wanted.begin(), wanted.end(), desc.family) != wanted.end();
 }
 
-// The specializations a first call can ask for, narrowed by --dtype/--head-dim: dtype x head_dim x
-// causal, plus LSE output with --all-specializations. The prepare family has no causal/LSE variants.
-std::vector<Specialization> specializations(const Options& options, const std::string& family, const std::string& arch,
-                                            const std::set<int>& pv_families) {
-  std::vector<Specialization> specs;
+// The attention problems a first call can ask for, narrowed by --dtype/--head-dim: dtype x head_dim x
+// causal, plus LSE output with --all-specializations. Sizes are nominal: the plan of a problem does
+// not depend on them once its configs are given.
+std::vector<AttentionCall> problems(const Options& options) {
+  std::vector<AttentionCall> calls;
   for (const std::string& dtype : options.dtypes)
-    for (int head_dim : options.head_dims) {
-      Specialization base;
-      base.dtype = dtype == "fp16" ? 1 : 0;
-      base.head_dim = head_dim;
-      base.target = arch;
-      if (family == "attention") {
-        for (bool causal : {false, true})
-          for (bool lse : options.all_specializations ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
-            Specialization spec = base;
-            spec.causal = causal;
-            spec.write_lse = lse;
-            specs.push_back(spec);
-          }
-      } else if (family == "prepare") {
-        for (int pv : pv_families) {
-          Specialization spec = base;
-          spec.pv_fp16 = pv != 0;
-          specs.push_back(spec);
+    for (int head_dim : options.head_dims)
+      for (bool causal : {false, true})
+        for (bool lse : options.all_specializations ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+          AttentionCall call;
+          call.dtype = dtype == "fp16" ? DType::fp16 : DType::bf16;
+          call.head_dim = head_dim;
+          call.seq_q = call.seq_kv = 128;
+          call.causal = causal;
+          call.want_lse = lse;
+          call.sm_scale = 1.0f;
+          calls.push_back(call);
         }
-      } else {
-        specs.push_back(base);
-      }
-    }
-  return specs;
+  return calls;
 }
 
-// Does a table entry's problem concern this specialization? (The runtime only considers entries of the
-// call's dtype, head_dim and causal flag.)
-bool entry_applies(const TableEntry& entry, const Specialization& spec) {
-  return static_cast<int>(entry.problem.dtype) == spec.dtype && entry.problem.head_dim == spec.head_dim &&
-         entry.problem.causal == spec.causal;
+// Does a table entry's problem concern this call? (The runtime only considers entries of the call's
+// dtype, head_dim and causal flag.)
+bool entry_applies(const TableEntry& entry, const AttentionCall& call) {
+  return entry.problem.dtype == call.dtype && entry.problem.head_dim == call.head_dim && entry.problem.causal == call.causal;
+}
+
+// The configs of `family` worth building for `call`: every candidate, or the default and the entries
+// that apply.
+std::vector<TileConfig> family_configs(const Options& options, const TuningTables& tables,
+                                       const std::vector<LoadedTableFile>& files, const std::string& family,
+                                       const std::string& arch, const AttentionCall& call) {
+  const KernelSpace& space = tables.space(family, arch);
+  if (options.all_candidates) return all_configs(space);
+  std::vector<TileConfig> configs{space.default_config};
+  for (const TableEntry& entry : table_entries(files, family, arch))
+    if (family != "attention" || entry_applies(entry, call)) configs.push_back(entry.config);
+  return configs;
 }
 
 struct Plan {
   std::vector<Planned> jobs;
-  std::size_t rejected = 0;  // combinations the descriptor rejected (--all-candidates mostly)
+  std::size_t rejected = 0;  // combinations the descriptors rejected (--all-candidates mostly)
   std::size_t duplicates = 0;
   std::vector<std::string> rejected_reasons;
 };
+
+// Adds one kernel build unless an identical one (same key) is planned already.
+void add_job(Plan& plan, std::set<CacheKey>& seen, const CompileJob& job, const std::string& arch) {
+  KeyedJob keyed = key_job(job);
+  if (!seen.insert(keyed.key).second) {
+    ++plan.duplicates;
+    return;
+  }
+  plan.jobs.push_back({std::move(keyed), arch});
+}
+
+void reject(Plan& plan, const Error& error) {
+  if (error.code() != ErrorCode::unsupported) throw error;
+  ++plan.rejected;
+  if (plan.rejected_reasons.size() < 3) plan.rejected_reasons.push_back(error.what());
+}
 
 Plan make_plan(const Options& options, const std::optional<CompilerKind>& requested) {
   const std::vector<LoadedTableFile> files = loaded_table_files();
@@ -123,80 +143,60 @@ Plan make_plan(const Options& options, const std::optional<CompilerKind>& reques
   const std::vector<std::string> table_archs = tables.archs();
   Plan plan;
   std::set<CacheKey> seen;
-  for (const std::string& target : options.archs) {
-    const std::string arch = arch_of_target(target);
+  for (const std::string& target_text : options.archs) {
+    const Target target = parse_target(target_text);
+    const std::string& arch = target.arch;
     if (std::find(table_archs.begin(), table_archs.end(), arch) == table_archs.end())
-      fail(ErrorCode::invalid_argument, "--arch {}: no tuning table for this arch (archs with tables: {})", target,
+      fail(ErrorCode::invalid_argument, "--arch {}: no tuning table for this arch (archs with tables: {})", target_text,
            fmt::join(table_archs, ", "));
     // --compiler names the AMD compiler; in a mixed list the NVIDIA targets keep NVRTC.
     const bool mixed = std::any_of(options.archs.begin(), options.archs.end(),
                                    [](const std::string& a) { return !is_nvidia_target(a); });
-    const Compiler& compiler =
-        compiler_for_target(target, is_nvidia_target(target) && mixed ? std::nullopt : requested);
+    const Compiler& compiler = *choose_compiler(target, target.is_nvidia() && mixed ? std::nullopt : requested).compiler;
     bool any_kernel = false;
+    // The attention pipeline: each problem x attention config x prepare config, as plan_attention
+    // pairs them (the prepare kernel is built for the V format of each attention config).
+    const bool pipeline_selected = std::any_of(all_kernels().begin(), all_kernels().end(), [&](const KernelDesc* d) {
+      return (d->family == "attention" || d->family == "prepare") && kernel_selected(*d, options.kernels) &&
+             kernel_supports(*d, target);
+    });
+    if (pipeline_selected) {
+      for (const AttentionCall& problem : problems(options)) {
+        for (const TileConfig& attention : family_configs(options, tables, files, "attention", arch, problem))
+          for (const TileConfig& prepare : family_configs(options, tables, files, "prepare", arch, problem)) {
+            AttentionCall call = problem;
+            call.attention_config = attention;
+            call.prepare_config = prepare;
+            try {
+              const AttentionPlan planned = plan_attention(call, target);
+              for (const auto& [desc, config] : {std::pair{planned.attention, &planned.attention_config},
+                                                 std::pair{planned.prepare, &planned.prepare_config}}) {
+                if (!kernel_selected(*desc, options.kernels)) continue;
+                any_kernel = true;
+                add_job(plan, seen, CompileJob{desc, *config, planned.spec, target_text, &compiler}, arch);
+              }
+            } catch (const Error& error) {
+              reject(plan, error);
+            }
+          }
+      }
+    }
+    // Kernels outside the pipeline (layout probes, the JIT probe) when --kernels names them: their
+    // descriptor's defaults.
     for (const KernelDesc* desc : all_kernels()) {
-      if (!kernel_selected(*desc, options.kernels)) continue;
-      if (desc->supports_target != nullptr && !desc->supports_target(arch)) continue;
-      // Without --kernels, only the kernels a call dispatches (families with a tuning table).
-      std::optional<KernelSpace> space;
-      try {
-        space = tables.space(desc->family, arch);
-      } catch (const Error&) {
-        if (options.kernels.empty()) continue;
-      }
+      if (desc->family == "attention" || desc->family == "prepare" || options.kernels.empty() ||
+          !kernel_selected(*desc, options.kernels) || !kernel_supports(*desc, target))
+        continue;
       any_kernel = true;
-      // Attention configs carry the PV family (pv_fp16) on NVIDIA; prepare is built for each family used.
-      std::set<int> pv_families{0};
-      if (desc->family == "prepare") {
-        try {
-          const KernelSpace& attention = tables.space("attention", arch);
-          if (const auto it = attention.params.find("pv_fp16"); it != attention.params.end()) {
-            pv_families.clear();
-            if (options.all_candidates) {
-              pv_families.insert(it->second.begin(), it->second.end());
-            } else {
-              pv_families.insert(attention.default_config.at("pv_fp16"));
-              for (const TableEntry& entry : table_entries(files, "attention", arch))
-                if (const auto pv = entry.config.find("pv_fp16"); pv != entry.config.end()) pv_families.insert(pv->second);
-            }
-          }
-        } catch (const Error&) {
-        }
-      }
-      const std::vector<TableEntry> entries = table_entries(files, desc->family, arch);
-      for (const Specialization& base_spec : specializations(options, desc->family, arch, pv_families)) {
-        std::vector<TileConfig> configs;
-        if (!space) {
-          configs.push_back(TileConfig{});  // a kernel without a table: its descriptor's own defaults
-        } else if (options.all_candidates) {
-          configs = all_configs(*space);
-        } else {
-          configs.push_back(space->default_config);
-          for (const TableEntry& entry : entries)
-            if (desc->family != "attention" || entry_applies(entry, base_spec)) configs.push_back(entry.config);
-        }
-        for (const TileConfig& config : configs) {
-          if (!kernel_serves_config(*desc, config)) continue;  // another kernel of the family builds it
-          Specialization spec = base_spec;
-          if (const auto pv = config.find("pv_fp16"); pv != config.end()) spec.pv_fp16 = pv->second != 0;
-          try {
-            KeyedJob keyed = key_job(CompileJob{desc, config, spec, target, &compiler});
-            if (!seen.insert(keyed.key).second) {
-              ++plan.duplicates;
-              continue;
-            }
-            plan.jobs.push_back({std::move(keyed), arch});
-          } catch (const Error& error) {
-            if (error.code() != ErrorCode::unsupported) throw;
-            ++plan.rejected;
-            if (plan.rejected_reasons.size() < 3) plan.rejected_reasons.push_back(error.what());
-          }
-        }
+      try {
+        add_job(plan, seen, CompileJob{desc, TileConfig{}, Specialization{}, target_text, &compiler}, arch);
+      } catch (const Error& error) {
+        reject(plan, error);
       }
     }
     if (!any_kernel)
       fail(ErrorCode::invalid_argument, "--kernels {}: no selected kernel supports {} (kernels: {})",
-           fmt::join(options.kernels, ","), target, [] {
+           fmt::join(options.kernels, ","), target_text, [] {
              std::vector<std::string> names;
              for (const KernelDesc* desc : all_kernels()) names.push_back(desc->name + " (" + desc->family + ")");
              return fmt::format("{}", fmt::join(names, ", "));
@@ -207,11 +207,10 @@ Plan make_plan(const Options& options, const std::optional<CompilerKind>& reques
 
 unsigned dynamic_shared_bytes(const KeyedJob& keyed) {
   const KernelDesc& desc = *keyed.job.kernel;
-  if (desc.geometry == nullptr) return 0;
   unsigned bytes = 0;
   const ProblemShape nominal{1, 1, 1, 1024, 1024};
   for (int entry = 0; entry < static_cast<int>(desc.entries.size()); ++entry)
-    bytes = std::max(bytes, desc.geometry(entry, keyed.job.config, keyed.job.spec, nominal).dynamic_shared_bytes);
+    bytes = std::max(bytes, kernel_geometry(desc, entry, keyed.job.config, keyed.job.spec, nominal).dynamic_shared_bytes);
   return bytes;
 }
 
@@ -239,7 +238,14 @@ void write_file(const fs::path& path, std::span<const std::byte> bytes) {
 }
 
 // A system cache is read by every user: directory 0755, entries 0644, no lock files left behind.
-void finish_system_cache(const fs::path& dir) {
+// It also records which compilers built the entries (cache/prebuilt_manifest.hpp), so that a run
+// whose own compiler differs (hipRTC on a ROCm machine) still finds them.
+void finish_system_cache(const fs::path& dir, const Plan& plan) {
+  std::set<std::pair<std::string, std::string>> compilers;
+  for (const Planned& planned : plan.jobs)
+    compilers.emplace(to_string(planned.keyed.job.compiler->kind()), planned.keyed.job.compiler->identity());
+  for (const auto& [kind, identity] : compilers) record_prebuilt_compiler(dir, {kind, identity});
+  ::chmod((dir / prebuilt_manifest_name).c_str(), 0644);
   std::error_code error;
   fs::remove_all(dir / "locks", error);
   ::chmod(dir.c_str(), 0755);
@@ -348,7 +354,7 @@ int run(const Options& options) {
   for (unsigned t = 0; t < thread_count; ++t) threads.emplace_back(worker);
   for (std::thread& thread : threads) thread.join();
   progress.finish();
-  if (options.system_cache) finish_system_cache(*settings.user_dir);
+  if (options.system_cache) finish_system_cache(*settings.user_dir, plan);
 
   SummaryTable table({{"kernel"},
                       {"config"},

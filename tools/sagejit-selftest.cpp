@@ -25,7 +25,7 @@
 #include "core/build_report.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "kernels/jit.hpp"
+#include "jit/jit.hpp"
 #include "numerics/workspace_compare.hpp"
 
 using namespace sagejit;
@@ -111,10 +111,9 @@ struct FeatureResult {
   std::string error;  // an exception (compile error, launch failure, ...)
 };
 
-// The V key order the target's attention kernel reads (see kernels/prepare_desc.cpp): permuted inside
-// each group of 32 keys for the NVIDIA fp8-PV family, natural otherwise.
-numerics::KeySlotMap v_key_slot(const std::string& target, bool pv_fp16) {
-  if (target.rfind("sm_", 0) == 0 && !pv_fp16) return [](int key) { return sj_sm80_v_slot_of_key(key); };
+// The V key order the plan's attention kernel reads (its descriptor's VInput).
+numerics::KeySlotMap v_key_slot(const AttentionPlan& plan) {
+  if (plan.spec.v.order == VOrder::sm80_fp8_permuted) return [](int key) { return sj_sm80_v_slot_of_key(key); };
   return {};
 }
 
@@ -125,7 +124,7 @@ FeatureResult run_feature(const CallDevice& device, const Feature& feature) {
                              feature.settings.lse ? ",lse" : "");
   try {
     AttentionTrial trial(device, feature.shape, feature.settings);
-    const TrialChoice choice = trial.choice();
+    const AttentionPlan choice = trial.choice();
     trial.enqueue(choice, 0, nullptr);
     const numerics::HostTensor out = trial.download_output();
     const std::vector<float> lse = trial.download_lse();
@@ -134,7 +133,7 @@ FeatureResult run_feature(const CallDevice& device, const Feature& feature) {
     const numerics::PreparedTensors expected =
         numerics::prepare(trial.q().view(), trial.k().view(), trial.v().view(), feature.settings.layout, options);
     const numerics::PreparedTensors actual = trial.download_prepared(choice);
-    const auto mismatch = numerics::compare_prepared(expected, actual, v_key_slot(device.info.target, choice.pv_fp16()));
+    const auto mismatch = numerics::compare_prepared(expected, actual, v_key_slot(choice));
     result.prepare_ok = !mismatch;
     result.prepare = mismatch ? mismatch->describe() : "bit-exact";
 
@@ -157,7 +156,7 @@ Timing time_call(const CallDevice& device, const AttentionShape& timed, int reps
   TrialSettings settings;
   settings.input_sets = 2;
   AttentionTrial trial(device, timed, settings);
-  const TrialChoice choice = trial.choice();
+  const AttentionPlan choice = trial.choice();
   Device& backend = *device.backend;
   const int ordinal = device.info.ordinal;
   for (int i = 0; i < 3; ++i) trial.enqueue(choice, i, nullptr);  // warm-up (and first-call JIT)
@@ -179,7 +178,7 @@ Timing time_call(const CallDevice& device, const AttentionShape& timed, int reps
   timing.shape = timed;
   timing.median_us = times[times.size() / 2];
   timing.tops = timed.operations() / (timing.median_us * 1e-6) / 1e12;
-  timing.config = config_id(choice.configs.attention);
+  timing.config = config_id(choice.attention_config);
   return timing;
 }
 
@@ -188,7 +187,7 @@ int run(const Options& options) {
   const CallDevice device = require_gpu(options.device);
   const std::string compiler_name = [&] {
     try {
-      return compiler(compiler_kind_for(device.backend->vendor())).identity();
+      return device_compiler_choice(*device.backend, device.info.ordinal).compiler->identity();
     } catch (const Error& error) {
       return fmt::format("unavailable ({})", error.what());
     }

@@ -1,5 +1,8 @@
 #include "common/attention_trial.hpp"
 
+#include "jit/jit.hpp"
+#include "plan/attention_runner.hpp"
+
 #include <cmath>
 #include <cstring>
 
@@ -96,12 +99,9 @@ AttentionCall AttentionTrial::call(int set, const TileConfig& attention, const T
   return call;
 }
 
-TrialChoice AttentionTrial::choice(const std::optional<TileConfig>& attention) const {
-  const AttentionCall tables_call = call(0, attention.value_or(TileConfig{}), TileConfig{});
-  TrialChoice chosen;
-  chosen.configs = resolve_configs(tables_call, device_.info.target);
-  chosen.workspace = workspace_layout(workspace_shape(tables_call, chosen.configs.pv_fp16));
-  return chosen;
+AttentionPlan AttentionTrial::choice(const std::optional<TileConfig>& attention) const {
+  return plan_attention(call(0, attention.value_or(TileConfig{}), TileConfig{}),
+                        device_target(*device_.backend, device_.info.ordinal));
 }
 
 void AttentionTrial::ensure_workspace(std::size_t bytes) {
@@ -110,9 +110,9 @@ void AttentionTrial::ensure_workspace(std::size_t bytes) {
   workspace_ = std::make_unique<DeviceBuffer>(*device_.backend, device_.info.ordinal, std::max<std::size_t>(bytes, 256));
 }
 
-void AttentionTrial::enqueue(const TrialChoice& choice, int set, Stream stream) {
-  ensure_workspace(choice.workspace.total_bytes);
-  run_attention(*device_.backend, device_.info.ordinal, call(set, choice.configs.attention, choice.configs.prepare),
+void AttentionTrial::enqueue(const AttentionPlan& plan, int set, Stream stream) {
+  ensure_workspace(plan.workspace.total_bytes);
+  run_attention(*device_.backend, device_.info.ordinal, plan, call(set, plan.attention_config, plan.prepare_config),
                 workspace_->get(), stream);
 }
 
@@ -136,10 +136,10 @@ std::vector<float> AttentionTrial::download_lse() const {
   return lse_->download_as<float>(lse_->bytes() / sizeof(float));
 }
 
-numerics::PreparedTensors AttentionTrial::download_prepared(const TrialChoice& choice) const {
+numerics::PreparedTensors AttentionTrial::download_prepared(const AttentionPlan& plan) const {
   if (!workspace_) fail(ErrorCode::internal, "download_prepared before any call");
   device_.backend->synchronize(device_.info.ordinal, nullptr);
-  const WorkspaceLayout& layout = choice.workspace;
+  const WorkspaceLayout& layout = plan.workspace;
   std::vector<std::byte> bytes(layout.total_bytes);
   workspace_->download(bytes.data(), bytes.size());
 
@@ -154,7 +154,7 @@ numerics::PreparedTensors AttentionTrial::download_prepared(const TrialChoice& c
   prepared.head_dim = shape_.head_dim;
   prepared.dtype = shape_.dtype;
   prepared.smooth_k = settings_.smooth_k;
-  prepared.pv_fp16 = choice.pv_fp16();
+  prepared.pv_fp16 = plan.spec.v.pv_fp16;
   const std::size_t bq = static_cast<std::size_t>(shape_.batch) * shape_.heads_q;
   const std::size_t bk = static_cast<std::size_t>(shape_.batch) * shape_.heads_kv();
   const std::size_t d = shape_.head_dim;
@@ -164,7 +164,7 @@ numerics::PreparedTensors AttentionTrial::download_prepared(const TrialChoice& c
   prepared.k8 = slice<std::int8_t>(bytes, layout.k8, bk * nk * d);
   prepared.k_scale = slice<float>(bytes, layout.k_scale, bk * (nk / 32));
   prepared.k_mean = slice<float>(bytes, layout.k_mean, bk * d);
-  if (choice.pv_fp16())
+  if (plan.spec.v.pv_fp16)
     prepared.v16 = slice<std::uint16_t>(bytes, layout.v_quant, bk * d * nk);
   else
     prepared.v8 = slice<std::uint8_t>(bytes, layout.v_quant, bk * d * nk);
@@ -172,14 +172,14 @@ numerics::PreparedTensors AttentionTrial::download_prepared(const TrialChoice& c
   return prepared;
 }
 
-numerics::EmulatorOptions AttentionTrial::emulator_options(const TrialChoice& choice) const {
+numerics::EmulatorOptions AttentionTrial::emulator_options(const AttentionPlan& plan) const {
   numerics::EmulatorOptions options;
   options.causal = shape_.causal;
   options.smooth_k = settings_.smooth_k;
   options.return_lse = settings_.lse;
-  const auto block_n = choice.configs.attention.find("block_n");
-  if (block_n != choice.configs.attention.end()) options.block_n = block_n->second;
-  options.pv_fp16 = choice.pv_fp16();
+  const auto block_n = plan.attention_config.find("block_n");
+  if (block_n != plan.attention_config.end()) options.block_n = block_n->second;
+  options.pv_fp16 = plan.spec.v.pv_fp16;
   return options;
 }
 

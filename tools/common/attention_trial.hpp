@@ -2,7 +2,7 @@
 // One attention problem on the GPU for the selftest and the autotuner: seeded host inputs (the
 // oracles' copies), device copies (several input sets, to rotate through when timing so the caches
 // do not flatter a config), output/LSE/workspace buffers, and the run itself through the runtime's
-// own runner (kernels/attention_runner.hpp: prepare + attention through the JIT), with the tables'
+// own runner (plan/attention_runner.hpp: prepare + attention through the JIT), with the tables'
 // configs or an explicit attention tile config.
 #include <memory>
 #include <optional>
@@ -10,8 +10,7 @@
 #include <vector>
 
 #include "api/device_support.hpp"
-#include "kernels/attention_runner.hpp"
-#include "kernels/workspace_layout.hpp"
+#include "plan/attention_plan.hpp"
 #include "common/device_buffer.hpp"
 #include "common/shape.hpp"
 #include "numerics/emulator.hpp"
@@ -34,13 +33,6 @@ struct TrialSettings {
   std::uint64_t seed = 1;
 };
 
-// The configs one call runs with and the workspace they need.
-struct TrialChoice {
-  ResolvedConfigs configs;
-  WorkspaceLayout workspace;
-  bool pv_fp16() const { return configs.pv_fp16; }
-};
-
 class AttentionTrial {
  public:
   AttentionTrial(const CallDevice& device, const AttentionShape& shape, const TrialSettings& settings);
@@ -52,21 +44,21 @@ class AttentionTrial {
   const numerics::HostTensor& k() const { return *host_k_; }
   const numerics::HostTensor& v() const { return *host_v_; }
 
-  // The configs a call uses: the tables' choice, or `attention` as the attention kernel's tile config
-  // (its pv_fp16 decides the V format and the workspace).
-  TrialChoice choice(const std::optional<TileConfig>& attention = std::nullopt) const;
+  // The plan of a call: the tables' configs, or `attention` as the attention kernel's tile config
+  // (which decides the V format and the workspace).
+  AttentionPlan choice(const std::optional<TileConfig>& attention = std::nullopt) const;
   // Enqueues one call of input set `set` (modulo the number of sets) on `stream` (nullptr: default).
-  void enqueue(const TrialChoice& choice, int set, Stream stream);
+  void enqueue(const AttentionPlan& plan, int set, Stream stream);
   // Poisons the output (and LSE) so that unwritten elements show up as NaN.
   void poison_output();
 
   numerics::HostTensor download_output() const;
   std::vector<float> download_lse() const;
   // The prepare stage's workspace of the last call, in the emulator's form (for bit-exact checks).
-  numerics::PreparedTensors download_prepared(const TrialChoice& choice) const;
+  numerics::PreparedTensors download_prepared(const AttentionPlan& plan) const;
 
   // Emulator options matching a choice (block_n and PV family of its attention config).
-  numerics::EmulatorOptions emulator_options(const TrialChoice& choice) const;
+  numerics::EmulatorOptions emulator_options(const AttentionPlan& plan) const;
   Device& device() const { return *device_.backend; }
   int ordinal() const { return device_.info.ordinal; }
 

@@ -10,7 +10,7 @@
 #include "common/e4m3.h"
 #include "common/compile_job.hpp"
 #include "common/device_buffer.hpp"
-#include "kernels/jit.hpp"
+#include "jit/jit.hpp"
 #include "core/error.hpp"
 #include "kernels/registry.hpp"
 
@@ -158,10 +158,9 @@ std::vector<ProbeCheck> run_sm80(Device& device, int ordinal, void* function, st
 std::vector<ProbeCheck> run_mma_probe(Device& device, int ordinal, CodeCache& cache, unsigned seed) {
   const DeviceInfo info = device.info(ordinal);
   const KernelDesc& desc = find_kernel("probe", info.target);
-  Specialization spec;
-  spec.target = info.target;
+  const Specialization spec;
   const LoadedKernel& kernel =
-      load_kernel(device, ordinal, desc, TileConfig{}, spec, compiler(compiler_kind_for(device.vendor())), cache);
+      load_kernel(device, ordinal, desc, TileConfig{}, spec, *device_compiler_choice(device, ordinal).compiler, cache);
   std::mt19937 rng(seed);
   return desc.name == "probe_gfx12" ? run_gfx12(device, ordinal, kernel.functions.at(0), rng)
                                     : run_sm80(device, ordinal, kernel.functions.at(0), rng);

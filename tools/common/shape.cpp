@@ -1,11 +1,13 @@
 #include "common/shape.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <fstream>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "jit/kernel_desc.hpp"
 
 namespace sagejit::tools {
 
@@ -43,6 +45,20 @@ std::string AttentionShape::text() const {
   return text;
 }
 
+AttentionCall AttentionShape::call() const {
+  AttentionCall call;
+  call.batch = batch;
+  call.heads_q = heads_q;
+  call.heads_kv = heads_kv();
+  call.seq_q = seq_q;
+  call.seq_kv = seq_kv;
+  call.head_dim = head_dim;
+  call.dtype = dtype;
+  call.causal = causal;
+  call.sm_scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  return call;
+}
+
 ProblemKey AttentionShape::problem_key(const std::string& arch) const {
   ProblemKey key;
   key.kernel = "attention";
@@ -74,9 +90,9 @@ AttentionShape parse_shape(std::string_view text, std::string_view what) {
   shape.seq_q = parse_positive(fields[2], "Nq", text, what);
   shape.seq_kv = parse_positive(fields[3], "Nk", text, what);
   shape.head_dim = parse_positive(fields[4], "D", text, what);
-  if (shape.head_dim != 64 && shape.head_dim != 128)
-    fail(ErrorCode::invalid_argument, "{} \"{}\": D {} is not supported (accepted: 64, 128)", what, text,
-         shape.head_dim);
+  if (!is_kernel_head_dim(shape.head_dim))
+    fail(ErrorCode::invalid_argument, "{} \"{}\": D {} is not supported (accepted: {})", what, text, shape.head_dim,
+         kernel_head_dims_text());
   bool dtype_seen = false, causal_seen = false, gqa_seen = false;
   for (std::size_t i = 5; i < fields.size(); ++i) {
     const std::string_view field = fields[i];

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sagejit/types.hpp"
+#include "plan/attention_call.hpp"
 #include "tuning/problem_key.hpp"
 
 namespace sagejit::tools {
@@ -22,6 +23,8 @@ struct AttentionShape {
   double operations() const;
   // Canonical text, parseable again: "1,24,4608,4608,128,bf16", "4,32,4096,4096,128,causal,bf16,gqa=4".
   std::string text() const;
+  // The call's sizes and flags for the attention plan (no pointers; sm_scale 1/sqrt(D)).
+  AttentionCall call() const;
   // The tuning key of this shape on `arch`.
   ProblemKey problem_key(const std::string& arch) const;
 };

@@ -7,18 +7,18 @@
 #include "api/workspace_pool.hpp"
 #include "build_info.hpp"
 #include "core/error.hpp"
+#include "jit/jit.hpp"
+#include "plan/attention_runner.hpp"
 #include "sagejit/sagejit.hpp"
 
 namespace sagejit {
 namespace {
 
-// A validated call on its device with the tile configs for the device's arch (from the tuning
-// tables, through the runner's resolve_configs) and the workspace those configs need.
+// A validated call on its device with its plan (kernels, configs, workspace) for the device's target.
 struct PreparedCall {
   AttentionProblem problem;
   CallDevice device;
-  ResolvedConfigs configs;
-  WorkspaceLayout workspace;
+  AttentionPlan plan;
 };
 
 PreparedCall prepare_call(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView* out,
@@ -26,11 +26,7 @@ PreparedCall prepare_call(const TensorView& q, const TensorView& k, const Tensor
   PreparedCall call;
   call.problem = out != nullptr ? validate_attention(q, k, v, *out, options) : validate_attention_inputs(q, k, v, options);
   call.device = resolve_device(call.problem.device);
-  call.configs = resolve_configs(call.problem.call, call.device.info.target);
-  call.workspace = workspace_layout(workspace_shape(call.problem.call, call.configs.pv_fp16));
-  // The runner then uses exactly these configs, so the workspace always matches.
-  call.problem.call.attention_config = call.configs.attention;
-  call.problem.call.prepare_config = call.configs.prepare;
+  call.plan = plan_attention(call.problem.call, device_target(*call.device.backend, call.problem.device));
   return call;
 }
 
@@ -48,21 +44,21 @@ Support supports(const TensorView& q, const TensorView& k, const TensorView& v, 
 
 std::size_t workspace_size(const TensorView& q, const TensorView& k, const TensorView& v,
                            const AttentionOptions& options) {
-  return prepare_call(q, k, v, nullptr, options).workspace.total_bytes;
+  return prepare_call(q, k, v, nullptr, options).plan.workspace.total_bytes;
 }
 
 void attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                const AttentionOptions& options, void* stream) {
   const PreparedCall call = prepare_call(q, k, v, &out, options);
   const WorkspacePool::Lease lease = workspace_pool().acquire(*call.device.backend, call.problem.device, stream,
-                                                              call.workspace.total_bytes);
-  run_attention(*call.device.backend, call.problem.device, call.problem.call, lease.data(), stream);
+                                                              call.plan.workspace.total_bytes);
+  run_attention(*call.device.backend, call.problem.device, call.plan, call.problem.call, lease.data(), stream);
 }
 
 void attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                const AttentionOptions& options, void* stream, Workspace workspace) {
   const PreparedCall call = prepare_call(q, k, v, &out, options);
-  const std::size_t needed = call.workspace.total_bytes;
+  const std::size_t needed = call.plan.workspace.total_bytes;
   if (workspace.data == nullptr)
     fail(ErrorCode::invalid_argument, "workspace.data is null; pass a device buffer of at least {} bytes", needed);
   if (workspace.bytes < needed)
@@ -71,7 +67,7 @@ void attention(const TensorView& q, const TensorView& k, const TensorView& v, co
   if (reinterpret_cast<std::uintptr_t>(workspace.data) % WorkspaceLayout::alignment != 0)
     fail(ErrorCode::invalid_argument, "workspace.data {} is not aligned to {} bytes", workspace.data,
          WorkspaceLayout::alignment);
-  run_attention(*call.device.backend, call.problem.device, call.problem.call, workspace.data, stream);
+  run_attention(*call.device.backend, call.problem.device, call.plan, call.problem.call, workspace.data, stream);
 }
 
 void release_workspaces() { workspace_pool().release_all(); }

@@ -7,7 +7,7 @@
 
 #include <fmt/ranges.h>
 
-#include "api/kernel_limits.hpp"
+#include "plan/attention_plan.hpp"
 #include "core/error.hpp"
 
 namespace sagejit {
@@ -86,8 +86,8 @@ void check_no_overlap(const TensorView& tensor, const char* name) {
 }
 
 void check_dtypes(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView* out) {
-  if (!known_dtype(q.dtype) || (q.dtype != DType::bf16 && q.dtype != DType::fp16))
-    fail(ErrorCode::unsupported, "q.dtype {} is not one of [bf16, fp16]", dtype_name(q.dtype));
+  if (!known_dtype(q.dtype) || !is_kernel_dtype(q.dtype))
+    fail(ErrorCode::unsupported, "q.dtype {} is not one of {}", dtype_name(q.dtype), kernel_dtypes_text());
   const auto same = [&](const TensorView& tensor, const char* name) {
     if (tensor.dtype != q.dtype)
       fail(ErrorCode::invalid_argument, "{}.dtype {} does not match q.dtype {}; q, k, v and out must share one dtype",
@@ -126,9 +126,7 @@ AttentionProblem validate(const TensorView& q, const TensorView& k, const Tensor
   call.heads_kv = k.shape[order.heads];
   call.seq_kv = k.shape[order.tokens];
   call.dtype = q.dtype;
-
-  if (call.head_dim != 64 && call.head_dim != 128)
-    fail(ErrorCode::unsupported, "head_dim (q.shape[3]) {} is not one of [64, 128]", call.head_dim);
+  check_head_dim(call.head_dim);
 
   const auto agree = [&](const TensorView& tensor, const char* name, int dim, std::int64_t expected,
                          const char* what) {
@@ -148,11 +146,6 @@ AttentionProblem validate(const TensorView& q, const TensorView& k, const Tensor
         fail(ErrorCode::invalid_argument, "out.shape [{}] differs from q.shape [{}]; out must have q's shape",
              fmt::join(out->shape, ", "), fmt::join(q.shape, ", "));
   if (out != nullptr) check_no_overlap(*out, "out");
-
-  if (call.heads_q % call.heads_kv != 0)
-    fail(ErrorCode::invalid_argument,
-         "q heads ({}) is not a multiple of k/v heads ({}); grouped-query attention needs Hq % Hk == 0",
-         call.heads_q, call.heads_kv);
 
   if (options.sm_scale && !(std::isfinite(*options.sm_scale) && *options.sm_scale > 0.0f))
     fail(ErrorCode::invalid_argument, "options.sm_scale {} is not finite and > 0", *options.sm_scale);
@@ -187,7 +180,7 @@ AttentionProblem validate(const TensorView& q, const TensorView& k, const Tensor
   call.smooth_k = options.smooth_k;
   call.lse = options.lse;
 
-  check_kernel_limits(call);
+  check_attention_call(call);  // the plan's rules: dtype, head dim, GQA, index limits
   return result;
 }
 

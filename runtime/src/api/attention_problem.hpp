@@ -1,13 +1,13 @@
 #pragma once
-// One public-API call, validated and normalised into the attention runner's AttentionCall: sizes as
+// One public-API call, validated and normalised into the plan's AttentionCall: sizes as
 // (B, H, N, D) and strides as (batch, head, token) whatever the caller's layout.
-#include "kernels/attention_runner.hpp"
+#include "plan/attention_runner.hpp"
 #include "sagejit/sagejit.hpp"
 
 namespace sagejit {
 
 struct AttentionProblem {
-  AttentionCall call;  // configs left empty (chosen per device by plan_call)
+  AttentionCall call;  // configs left empty (chosen per device by plan_attention)
   int device = 0;      // resolved ordinal
 };
 

@@ -14,12 +14,6 @@
 namespace sagejit {
 namespace {
 
-bool has_kernel(std::string_view family, const std::string& arch) {
-  for (const KernelDesc* desc : all_kernels())
-    if (desc->family == family && (desc->supports_target == nullptr || desc->supports_target(arch))) return true;
-  return false;
-}
-
 bool has_table(const std::string& arch) {
   const std::vector<std::string> archs = tuning_tables().archs();
   return std::find(archs.begin(), archs.end(), arch) != archs.end();
@@ -30,13 +24,13 @@ bool has_table(const std::string& arch) {
 std::vector<std::string> attention_archs() {
   std::vector<std::string> result;
   for (const std::string& arch : tuning_tables().archs())
-    if (has_kernel("attention", arch) && has_kernel("prepare", arch)) result.push_back(arch);
+    if (family_supports("attention", arch) && family_supports("prepare", arch)) result.push_back(arch);
   return result;
 }
 
 void check_arch_has_kernels(const std::string& target) {
-  const std::string arch = arch_of_target(target);
-  if (has_table(arch) && has_kernel("attention", arch) && has_kernel("prepare", arch)) return;
+  const std::string arch(target_arch(target));
+  if (has_table(arch) && family_supports("attention", arch) && family_supports("prepare", arch)) return;
   fail(ErrorCode::unsupported, "device arch {} has no sagejit attention kernels; supported archs: [{}]", arch,
        fmt::join(attention_archs(), ", "));
 }

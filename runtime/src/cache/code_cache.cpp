@@ -209,6 +209,24 @@ void CodeCache::publish(const fs::path& dir, const CacheKey& key, const EntryLab
   }
 }
 
+std::optional<CacheLookup> CodeCache::find_prebuilt(const CacheKey& key, const EntryLabel& label) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto slot = slot_for(key);
+  std::lock_guard slot_lock(slot->mutex);
+  if (slot->code) return CacheLookup{slot->code, CacheHit::memory, elapsed_ms(start)};
+  const auto dir = system_dir();
+  if (!dir) return std::nullopt;
+  auto code = read_entry(*dir / entry_file_name(key, label), key, /*system=*/true, /*remove_bad=*/true);
+  if (!code) return std::nullopt;
+  slot->code = std::move(code);
+  return CacheLookup{slot->code, CacheHit::system, elapsed_ms(start)};
+}
+
+std::vector<PrebuiltCompiler> CodeCache::prebuilt_compilers() const {
+  const auto dir = system_dir();
+  return dir ? read_prebuilt_manifest(*dir) : std::vector<PrebuiltCompiler>{};
+}
+
 CacheLookup CodeCache::get_or_compile(const CacheKey& key, const EntryLabel& label,
                                       const std::function<std::vector<std::byte>()>& compile) {
   const auto start = std::chrono::steady_clock::now();

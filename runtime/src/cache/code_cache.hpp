@@ -20,6 +20,7 @@
 
 #include "cache/cache_entry.hpp"
 #include "cache/cache_key.hpp"
+#include "cache/prebuilt_manifest.hpp"
 
 namespace sagejit {
 
@@ -103,6 +104,12 @@ class CodeCache {
   CacheLookup get_or_compile(const CacheKey& key, const EntryLabel& label,
                              const std::function<std::vector<std::byte>()>& compile);
 
+  // The code object of `key` when it is in memory or in the system dir, without compiling, locking
+  // or touching the user dir: how a run finds code objects another compiler built ahead of time.
+  std::optional<CacheLookup> find_prebuilt(const CacheKey& key, const EntryLabel& label);
+  // The compilers that built the system dir's entries (cache/prebuilt_manifest.hpp); empty without
+  // a usable system dir.
+  std::vector<PrebuiltCompiler> prebuilt_compilers() const;
   // Forgets `key` in memory and removes its user-dir entry: for a code object the runtime rejected.
   void evict(const CacheKey& key, const EntryLabel& label);
 

@@ -55,6 +55,39 @@ std::string parse_clang_identity(const std::string& version_output) {
   return version.empty() ? first_line : "clang " + version;
 }
 
+// Device-only HIP compile with no ROCm: -nogpulib/-nogpuinc (the prelude defines what HIP headers
+// would), one unbundled code object. Code-object version 5 is stated explicitly so every ROCm that
+// supports the target loads it, whatever this clang's default is. WGP mode is the default on gfx10+,
+// as for hipRTC (see hiprtc_compiler.cpp for why we keep it). Independent of the executable, so a
+// prebuilt stand-in (below) keys exactly as the compiler that built the entries did.
+std::vector<std::string> clang_base_options(const std::string& target) {
+  require_amd_target("clang", target);
+  return {"-x", "hip", "--offload-arch=" + target, "-nogpulib", "-nogpuinc", "--offload-device-only",
+          "--no-gpu-bundle-output", "-O3", "-std=c++17", "-mcode-object-version=5"};
+}
+
+// Read by the clang driver itself and able to change any compile: it must be in the cache key.
+std::vector<std::string> clang_option_env_vars() { return {"CCC_OVERRIDE_OPTIONS"}; }
+
+// Stands in for the clang that built a system cache's entries: same kind, identity, options and
+// env vars, so its keys find them; it never compiles (that clang need not exist here).
+class PrebuiltClang final : public Compiler {
+ public:
+  explicit PrebuiltClang(std::string identity) : identity_(std::move(identity)) {}
+  CompilerKind kind() const override { return CompilerKind::clang; }
+  std::string identity() const override { return identity_; }
+  std::string location() const override { return "prebuilt code objects of the system cache"; }
+  std::vector<std::string> base_options(const std::string& target) const override { return clang_base_options(target); }
+  std::vector<std::string> option_env_vars() const override { return clang_option_env_vars(); }
+  CompileResult compile(const CompileRequest& request) const override {
+    fail(ErrorCode::unsupported, "{} (prebuilt) cannot compile kernel '{}': it only finds code objects built ahead of time",
+         identity_, request.name);
+  }
+
+ private:
+  std::string identity_;
+};
+
 class ClangCompiler final : public Compiler {
  public:
   ClangCompiler(std::string executable, std::string identity)
@@ -63,18 +96,9 @@ class ClangCompiler final : public Compiler {
   CompilerKind kind() const override { return CompilerKind::clang; }
   std::string identity() const override { return identity_; }
   std::string location() const override { return executable_; }
-  // Read by the clang driver itself and able to change any compile: it must be in the cache key.
-  std::vector<std::string> option_env_vars() const override { return {"CCC_OVERRIDE_OPTIONS"}; }
+  std::vector<std::string> option_env_vars() const override { return clang_option_env_vars(); }
 
-  std::vector<std::string> base_options(const std::string& target) const override {
-    require_amd_target("clang", target);
-    // Device-only HIP compile with no ROCm: -nogpulib/-nogpuinc (the prelude defines what HIP headers
-    // would), one unbundled code object. Code-object version 5 is stated explicitly so every ROCm
-    // that supports the target loads it, whatever this clang's default is. WGP mode is the default
-    // on gfx10+, as for hipRTC (see hiprtc_compiler.cpp for why we keep it).
-    return {"-x", "hip", "--offload-arch=" + target, "-nogpulib", "-nogpuinc", "--offload-device-only",
-            "--no-gpu-bundle-output", "-O3", "-std=c++17", "-mcode-object-version=5"};
-  }
+  std::vector<std::string> base_options(const std::string& target) const override { return clang_base_options(target); }
 
   CompileResult compile(const CompileRequest& request) const override {
     CompileResult result;
@@ -149,6 +173,13 @@ ClangLoadOutcome locate_clang() {
 }
 
 }  // namespace
+
+std::unique_ptr<Compiler> prebuilt_compiler(CompilerKind kind, std::string identity) {
+  if (kind != CompilerKind::clang)
+    fail(ErrorCode::invalid_argument, "prebuilt code objects of compiler kind {} cannot be keyed here (accepted: clang)",
+         to_string(kind));
+  return std::make_unique<PrebuiltClang>(std::move(identity));
+}
 
 const Compiler& clang_compiler() {
   static ClangLoadOutcome* outcome = new ClangLoadOutcome(locate_clang());  // process lifetime

@@ -49,4 +49,9 @@ const Compiler& hiprtc_compiler();
 const Compiler& clang_compiler();
 const Compiler& compiler(CompilerKind kind);
 
+// A stand-in for the compiler that built prebuilt code objects (a system cache's manifest): it keys
+// as that compiler did but never compiles. Only clang's options are fixed enough for that; other
+// kinds throw Error(invalid_argument).
+std::unique_ptr<Compiler> prebuilt_compiler(CompilerKind kind, std::string identity);
+
 }  // namespace sagejit

@@ -1,22 +1,23 @@
 #pragma once
 // Descriptor of kernel_src/attention_gfx12.hip (RDNA4 wave32 WMMA: iu8 QK^T, fp8 PV) and the
-// per-config figures it derives (LDS bytes, VGPR estimate, WMMA counts), which check_config, the
+// per-config figures it derives (LDS bytes, VGPR estimate, WMMA counts), which the resource check, the
 // ISA test and docs/RDNA4.md use.
-#include "kernels/kernel_desc.hpp"
+#include "jit/kernel_desc.hpp"
 
 namespace sagejit {
 
 extern const KernelDesc attention_gfx12_kernel;
 
 // Tile parameters of one gfx12 attention config (configs/gfx1201.json "attention" params).
+// Allowed values and defaults: the descriptor's params (attention_gfx12_desc.cpp).
 struct Gfx12AttentionTile {
-  int waves = 4;          // waves (of 32 lanes) per workgroup: 2 | 4 | 8
-  int rows_per_wave = 32; // query rows per wave: 16 | 32 (1 or 2 WMMA column blocks)
-  int block_n = 32;       // keys per LDS tile: 32 | 64
-  int stages = 2;         // LDS buffers for K/V tiles: 1 | 2
+  int waves = 0;          // waves (of 32 lanes) per workgroup
+  int rows_per_wave = 0;  // query rows per wave (1 or 2 WMMA column blocks)
+  int block_n = 0;        // keys per LDS tile
+  int stages = 0;         // LDS buffers for K/V tiles
 };
 
-// Missing parameters take the defaults above; unknown names are reported by check_config.
+// Missing parameters take the descriptor's defaults; unknown names are ignored here (check_kernel_config reports them).
 Gfx12AttentionTile gfx12_attention_tile(const TileConfig& config);
 
 struct Gfx12AttentionFigures {
@@ -30,7 +31,7 @@ struct Gfx12AttentionFigures {
 
 Gfx12AttentionFigures gfx12_attention_figures(const Gfx12AttentionTile& tile, int head_dim);
 
-// Limits of one gfx12 workgroup that check_config enforces.
+// Limits of one gfx12 workgroup that its resource check enforces.
 inline constexpr unsigned gfx12_lds_limit_bytes = 64 * 1024;
 inline constexpr int gfx12_vgpr_limit = 256;
 

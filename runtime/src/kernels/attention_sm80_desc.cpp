@@ -1,82 +1,45 @@
 // Descriptor of kernel_src/attention_sm80.cu (mma.sync; NVIDIA sm_80+ ISA, fp8 PV needs sm_89+).
 // Config parameters (configs/sm_*.json): warps, rows_per_warp, block_n, stages, pv_fp16, and the
 // optional min_blocks (CTAs per SM requested through __launch_bounds__, which caps the registers per
-// thread at 65536 / (min_blocks * threads); default 1 = no cap beyond 255).
+// thread at 65536 / (min_blocks * threads); default 1 = no cap beyond 255). wgmma=0 (or absent)
+// selects this kernel on sm_90 (wgmma=1 selects attention_sm90).
 #include <fmt/format.h>
 
-#include "kernels/config_params.hpp"
-#include "kernels/registry.hpp"
+#include "kernels/launch_shapes.hpp"
 
 namespace sagejit {
 namespace {
 
-bool sm80_supports(const std::string& target) { return nvidia_sm_number(target) >= 80; }
-
-struct Sm80Tile {
-  int warps, rows_per_warp, block_n, stages, pv_fp16, min_blocks;
-};
-
-Sm80Tile tile_of(const TileConfig& config, const Specialization& spec) {
-  return {config_param(config, "warps", 4), config_param(config, "rows_per_warp", 16), config_param(config, "block_n", 64),
-          config_param(config, "stages", 2), config_param(config, "pv_fp16", spec.pv_fp16 ? 1 : 0), config_param(config, "min_blocks", 1)};
-}
-
-unsigned shared_bytes(const Sm80Tile& tile, int head_dim) {
-  const int v_bytes = tile.pv_fp16 ? 2 : 1;
+unsigned shared_bytes(const TileConfig& config, int head_dim) {
+  const int v_bytes = config.at("pv_fp16") != 0 ? 2 : 1;
+  const int warps = config.at("warps"), rows_per_warp = config.at("rows_per_warp"), block_n = config.at("block_n");
   // rows_per_warp 32 also stages the CTA's int8 Q tile (SJ_Q_IN_SMEM in the kernel).
-  const int q_bytes = tile.rows_per_warp == 32 ? tile.warps * tile.rows_per_warp * head_dim : 0;
-  return static_cast<unsigned>(tile.stages * (tile.block_n * head_dim + head_dim * tile.block_n * v_bytes) + q_bytes);
+  const int q_bytes = rows_per_warp == 32 ? warps * rows_per_warp * head_dim : 0;
+  return static_cast<unsigned>(config.at("stages") * (block_n * head_dim + head_dim * block_n * v_bytes) + q_bytes);
 }
 
-std::string sm80_check(const TileConfig& config, const Specialization& spec, const std::string& target) {
-  for (const auto& [name, value] : config)
-    if (name != "warps" && name != "rows_per_warp" && name != "block_n" && name != "stages" && name != "pv_fp16" &&
-        name != "min_blocks" && name != "wgmma")
-      return fmt::format(
-          "unknown attention_sm80 parameter \"{}\" (accepted: block_n, min_blocks, pv_fp16, rows_per_warp, stages, warps, wgmma=0)",
-          name);
-  if (config_param(config, "wgmma", 0) != 0) return "wgmma=1 configs belong to attention_sm90";
-  const Sm80Tile tile = tile_of(config, spec);
-  if (!one_of(tile.warps, {2, 4, 8})) return fmt::format("warps {} is not one of [2, 4, 8]", tile.warps);
-  if (!one_of(tile.rows_per_warp, {16, 32})) return fmt::format("rows_per_warp {} is not one of [16, 32]", tile.rows_per_warp);
-  if (!one_of(tile.block_n, {32, 64, 128})) return fmt::format("block_n {} is not one of [32, 64, 128]", tile.block_n);
-  if (!one_of(tile.stages, {1, 2, 3})) return fmt::format("stages {} is not one of [1, 2, 3]", tile.stages);
-  if (!one_of(tile.pv_fp16, {0, 1})) return fmt::format("pv_fp16 {} is not 0 or 1", tile.pv_fp16);
-  if (!one_of(tile.min_blocks, {1, 2, 3, 4})) return fmt::format("min_blocks {} is not one of [1, 2, 3, 4]", tile.min_blocks);
+std::string sm80_resources(const TileConfig& config, const Specialization& spec, const Target& target) {
+  const int warps = config.at("warps"), min_blocks = config.at("min_blocks");
   // At most 64 warps per SM (sm_80..sm_90): more resident CTAs than that cannot be requested.
-  if (tile.min_blocks * tile.warps > 64)
-    return fmt::format("min_blocks {} x warps {} exceeds 64 warps per SM", tile.min_blocks, tile.warps);
-  if ((tile.pv_fp16 != 0) != spec.pv_fp16)
-    return fmt::format("config pv_fp16={} does not match the specialization's pv_fp16={}", tile.pv_fp16, spec.pv_fp16 ? 1 : 0);
-  if (spec.head_dim != 64 && spec.head_dim != 128) return fmt::format("head_dim {} is not one of [64, 128]", spec.head_dim);
-  if (spec.dtype != 0 && spec.dtype != 1) return fmt::format("dtype {} is not bf16 (0) or fp16 (1)", spec.dtype);
-  const int sm = nvidia_sm_number(target);
-  if (sm < 80) return fmt::format("target {} is not an NVIDIA sm_80+ target", target);
-  if (!tile.pv_fp16 && sm < 89) return fmt::format("fp8 PV (pv_fp16=0) needs sm_89+, target is {}", target);
+  if (min_blocks * warps > 64) return fmt::format("min_blocks {} x warps {} exceeds 64 warps per SM", min_blocks, warps);
+  if (config.at("pv_fp16") == 0 && target.sm < 89)
+    return fmt::format("fp8 PV (pv_fp16=0) needs sm_89+, target is {}", target.arch);
   // Shared memory per block with opt-in: 99 KiB on sm_86/sm_89, 163 KiB on sm_80, 227 KiB on sm_90+.
-  const unsigned limit = sm >= 90 ? 227u * 1024u : (sm == 80 ? 163u * 1024u : 99u * 1024u);
-  const unsigned bytes = shared_bytes(tile, spec.head_dim);
-  if (bytes > limit) return fmt::format("shared memory {} KiB > {} KiB on {}", bytes / 1024, limit / 1024, target);
+  const unsigned limit = target.sm >= 90 ? 227u * 1024u : (target.sm == 80 ? 163u * 1024u : 99u * 1024u);
+  const unsigned bytes = shared_bytes(config, spec.head_dim);
+  if (bytes > limit) return fmt::format("shared memory {} KiB > {} KiB on {}", bytes / 1024, limit / 1024, target.arch);
   return {};
 }
 
-std::vector<std::pair<std::string, std::string>> sm80_defines(const TileConfig& config, const Specialization& spec) {
-  const Sm80Tile tile = tile_of(config, spec);
-  return {{"SJ_HEAD_DIM", std::to_string(spec.head_dim)},
-          {"SJ_DTYPE", std::to_string(spec.dtype)},
-          {"SJ_WARPS", std::to_string(tile.warps)},
-          {"SJ_ROWS_PER_WARP", std::to_string(tile.rows_per_warp)},
-          {"SJ_BLOCK_N", std::to_string(tile.block_n)},
-          {"SJ_STAGES", std::to_string(tile.stages)},
-          {"SJ_PV_FP16", std::to_string(tile.pv_fp16)},
-          {"SJ_MIN_BLOCKS", std::to_string(tile.min_blocks)},
-          {"SJ_CAUSAL", spec.causal ? "1" : "0"},
-          {"SJ_WRITE_LSE", spec.write_lse ? "1" : "0"}};
+LaunchGeometry sm80_geometry(int, const TileConfig& config, const Specialization& spec, const ProblemShape& shape) {
+  const int warps = config.at("warps");
+  return query_block_launch(shape, warps * config.at("rows_per_warp"), warps * 32, shared_bytes(config, spec.head_dim));
 }
 
-LaunchGeometry sm80_geometry(int, const TileConfig& config, const Specialization& spec, const ProblemShape& shape) {
-  const Sm80Tile tile = tile_of(config, spec);
-  return query_block_launch(shape, tile.warps * tile.rows_per_warp, tile.warps * 32, shared_bytes(tile, spec.head_dim));
+// The fp16-PV family reads V in key order; the fp8 family reads each group of 32 keys in the order
+// that lets the S accumulator fragment serve as the e4m3 A operand.
+VInput sm80_v_input(const TileConfig& config) {
+  return config.at("pv_fp16") != 0 ? VInput{true, VOrder::natural} : VInput{false, VOrder::sm80_fp8_permuted};
 }
 
 }  // namespace
@@ -86,10 +49,18 @@ extern const KernelDesc attention_sm80_kernel{
     .family = "attention",
     .source_path = "attention_sm80.cu",
     .entries = {"sj_attention_sm80"},
-    .supports_target = sm80_supports,
-    .check_config = sm80_check,
-    .defines = sm80_defines,
+    .targets = {{.vendor = Vendor::nvidia, .min_sm = 80}},
+    .specialized_on = spec_head_dim | spec_dtype | spec_causal | spec_write_lse,
+    .params = {{"warps", {2, 4, 8}, 4, "SJ_WARPS"},
+               {"rows_per_warp", {16, 32}, 16, "SJ_ROWS_PER_WARP"},
+               {"block_n", {32, 64, 128}, 64, "SJ_BLOCK_N"},
+               {"stages", {1, 2, 3}, 2, "SJ_STAGES"},
+               {"pv_fp16", {0, 1}, 0, "SJ_PV_FP16"},
+               {"min_blocks", {1, 2, 3, 4}, 1, "SJ_MIN_BLOCKS"},
+               {"wgmma", {0}, 0, ""}},
+    .check_resources = sm80_resources,
     .geometry = sm80_geometry,
+    .v_input = sm80_v_input,
 };
 
 }  // namespace sagejit

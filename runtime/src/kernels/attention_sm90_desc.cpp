@@ -9,82 +9,34 @@
 //   min_blocks   1..4    (CTAs per SM requested through __launch_bounds__)
 #include <fmt/format.h>
 
-#include "kernels/config_params.hpp"
-#include "kernels/registry.hpp"
+#include "kernels/launch_shapes.hpp"
 
 namespace sagejit {
 namespace {
 
-// sm_90a code runs on sm_90 only: the "a" features do not carry over to later architectures.
-bool sm90_supports(const std::string& target) { return target == "sm_90" || target == "sm_90a"; }
-
-std::string sm90_compile_target(const std::string& target) {
-  return target == "sm_90" ? std::string("sm_90a") : target;
+unsigned shared_bytes(const TileConfig& config, int head_dim) {
+  const int q_bytes = config.at("warps") * 16 * head_dim;
+  const int stage_bytes = 2 * config.at("block_n") * head_dim;  // int8 K tile + e4m3 V tile
+  return static_cast<unsigned>(1024 + q_bytes + config.at("stages") * stage_bytes);  // + 1 KiB to align to 1 KiB
 }
 
-struct Sm90Tile {
-  int warps, rows_per_warp, block_n, stages, pv_fp16, min_blocks;
-};
-
-Sm90Tile tile_of(const TileConfig& config) {
-  return {config_param(config, "warps", 4),  config_param(config, "rows_per_warp", 16),
-          config_param(config, "block_n", 128), config_param(config, "stages", 2),
-          config_param(config, "pv_fp16", 0), config_param(config, "min_blocks", 1)};
-}
-
-unsigned shared_bytes(const Sm90Tile& tile, int head_dim) {
-  const int q_bytes = tile.warps * 16 * head_dim;
-  const int stage_bytes = 2 * tile.block_n * head_dim;  // int8 K tile + e4m3 V tile
-  return static_cast<unsigned>(1024 + q_bytes + tile.stages * stage_bytes);  // + 1 KiB to align to 1 KiB
-}
-
-std::string sm90_check(const TileConfig& config, const Specialization& spec, const std::string& target) {
-  for (const auto& [name, value] : config)
-    if (name != "warps" && name != "rows_per_warp" && name != "block_n" && name != "stages" && name != "pv_fp16" &&
-        name != "min_blocks" && name != "wgmma")
-      return fmt::format(
-          "unknown attention_sm90 parameter \"{}\" (accepted: block_n, min_blocks, pv_fp16, rows_per_warp, stages, "
-          "warps, wgmma)",
-          name);
-  if (config_param(config, "wgmma", 0) != 1) return "attention_sm90 configs need wgmma=1";
-  const Sm90Tile tile = tile_of(config);
-  if (!one_of(tile.warps, {4, 8})) return fmt::format("warps {} is not one of [4, 8] (one or two warpgroups)", tile.warps);
-  if (tile.rows_per_warp != 16) return fmt::format("rows_per_warp {} is not 16 (wgmma tiles are 64 rows per warpgroup)", tile.rows_per_warp);
-  if (!one_of(tile.block_n, {64, 128})) return fmt::format("block_n {} is not one of [64, 128]", tile.block_n);
-  if (!one_of(tile.stages, {2, 3})) return fmt::format("stages {} is not one of [2, 3]", tile.stages);
-  if (tile.pv_fp16 != 0) return fmt::format("pv_fp16 {} is not 0 (the wgmma kernel runs PV in e4m3)", tile.pv_fp16);
-  if (spec.pv_fp16) return "the specialization asks for fp16 PV; the wgmma kernel runs PV in e4m3 (pv_fp16=0)";
-  if (!one_of(tile.min_blocks, {1, 2, 3, 4})) return fmt::format("min_blocks {} is not one of [1, 2, 3, 4]", tile.min_blocks);
+std::string sm90_resources(const TileConfig& config, const Specialization& spec, const Target&) {
+  const int warps = config.at("warps"), min_blocks = config.at("min_blocks");
   // The register file (64 Ki per SM) shared by min_blocks CTAs: below ~160 per thread the score, PV
   // and output accumulators (3 x 64 for D = 128) no longer fit and ptxas spills or gives up.
-  const int register_cap = 65536 / (tile.min_blocks * tile.warps * 32);
+  const int register_cap = 65536 / (min_blocks * warps * 32);
   if (register_cap < 160)
-    return fmt::format("min_blocks {} x warps {} caps registers at {} per thread (< 160)", tile.min_blocks, tile.warps,
+    return fmt::format("min_blocks {} x warps {} caps registers at {} per thread (< 160)", min_blocks, warps,
                        register_cap);
-  if (spec.head_dim != 64 && spec.head_dim != 128) return fmt::format("head_dim {} is not one of [64, 128]", spec.head_dim);
-  if (spec.dtype != 0 && spec.dtype != 1) return fmt::format("dtype {} is not bf16 (0) or fp16 (1)", spec.dtype);
-  if (!sm90_supports(target)) return fmt::format("target {} is not sm_90 (wgmma needs Hopper)", target);
-  const unsigned bytes = shared_bytes(tile, spec.head_dim);
-  if (bytes * static_cast<unsigned>(tile.min_blocks) > 227u * 1024u)
-    return fmt::format("shared memory {} KiB x min_blocks {} > 227 KiB per SM", bytes / 1024, tile.min_blocks);
+  const unsigned bytes = shared_bytes(config, spec.head_dim);
+  if (bytes * static_cast<unsigned>(min_blocks) > 227u * 1024u)
+    return fmt::format("shared memory {} KiB x min_blocks {} > 227 KiB per SM", bytes / 1024, min_blocks);
   return {};
 }
 
-std::vector<std::pair<std::string, std::string>> sm90_defines(const TileConfig& config, const Specialization& spec) {
-  const Sm90Tile tile = tile_of(config);
-  return {{"SJ_HEAD_DIM", std::to_string(spec.head_dim)},
-          {"SJ_DTYPE", std::to_string(spec.dtype)},
-          {"SJ_WARPGROUPS", std::to_string(tile.warps / 4)},
-          {"SJ_BLOCK_N", std::to_string(tile.block_n)},
-          {"SJ_STAGES", std::to_string(tile.stages)},
-          {"SJ_MIN_BLOCKS", std::to_string(tile.min_blocks)},
-          {"SJ_CAUSAL", spec.causal ? "1" : "0"},
-          {"SJ_WRITE_LSE", spec.write_lse ? "1" : "0"}};
-}
-
 LaunchGeometry sm90_geometry(int, const TileConfig& config, const Specialization& spec, const ProblemShape& shape) {
-  const Sm90Tile tile = tile_of(config);
-  return query_block_launch(shape, tile.warps * 16, tile.warps * 32, shared_bytes(tile, spec.head_dim));
+  const int warps = config.at("warps");
+  return query_block_launch(shape, warps * 16, warps * 32, shared_bytes(config, spec.head_dim));
 }
 
 }  // namespace
@@ -94,12 +46,22 @@ extern const KernelDesc attention_sm90_kernel{
     .family = "attention",
     .source_path = "attention_sm90.cu",
     .entries = {"sj_attention_sm90"},
-    .supports_target = sm90_supports,
-    .check_config = sm90_check,
-    .defines = sm90_defines,
+    // sm_90a code runs on sm_90 only: the "a" features do not carry over to later architectures.
+    .targets = {{.vendor = Vendor::nvidia, .archs = {"sm_90", "sm_90a"}}},
+    .specialized_on = spec_head_dim | spec_dtype | spec_causal | spec_write_lse,
+    .params = {{"warps", {4, 8}, 4, "SJ_WARPS"},
+               {"rows_per_warp", {16}, 16, ""},
+               {"block_n", {64, 128}, 128, "SJ_BLOCK_N"},
+               {"stages", {2, 3}, 2, "SJ_STAGES"},
+               {"pv_fp16", {0}, 0, ""},
+               {"min_blocks", {1, 2, 3, 4}, 1, "SJ_MIN_BLOCKS"},
+               {"wgmma", {1}, 1, ""}},
+    .check_resources = sm90_resources,
     .geometry = sm90_geometry,
+    // e4m3 V in the sm80 kernel's permuted key order (the wgmma kernel reads the same prepare output).
+    .v_input = [](const TileConfig&) { return VInput{false, VOrder::sm80_fp8_permuted}; },
     .config_switch = "wgmma",
-    .compile_target = sm90_compile_target,
+    .arch_specific = true,
 };
 
 }  // namespace sagejit

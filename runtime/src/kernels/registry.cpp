@@ -1,13 +1,11 @@
 #include "kernels/registry.hpp"
 
 #include "core/error.hpp"
+#include "jit/kernel_config.hpp"
 
 namespace sagejit {
 
-// Kernel helpers: declare your descriptor here (defined in kernels/<name>_desc.cpp) ...
-//   extern const KernelDesc prepare_kernel;
-//   extern const KernelDesc attention_sm80_kernel;
-//   extern const KernelDesc attention_gfx12_kernel;
+// Adding a kernel: declare its descriptor here (defined in kernels/<name>_desc.cpp) ...
 extern const KernelDesc attention_gfx12_kernel;  // attention_gfx12_desc.cpp (RDNA4 WMMA)
 extern const KernelDesc prepare_kernel;         // prepare_desc.cpp (both vendors)
 extern const KernelDesc attention_sm80_kernel;  // attention_sm80_desc.cpp (NVIDIA mma.sync)
@@ -40,8 +38,8 @@ bool switch_is_on(const KernelDesc& desc, const TileConfig& config) {
 
 }  // namespace
 
-const KernelDesc& find_kernel(std::string_view family, const std::string& target) {
-  const std::string arch = target.substr(0, target.find(':'));
+const KernelDesc& find_kernel(std::string_view family, std::string_view target) {
+  const std::string arch(target_arch(target));
   std::string families;
   std::string targets_note;
   bool family_known = false;
@@ -50,7 +48,7 @@ const KernelDesc& find_kernel(std::string_view family, const std::string& target
     if (desc->family != family) continue;
     family_known = true;
     if (!desc->config_switch.empty()) continue;  // chosen only by its config switch
-    if (desc->supports_target == nullptr || desc->supports_target(arch)) return *desc;
+    if (kernel_supports(*desc, target)) return *desc;
     targets_note += (targets_note.empty() ? "" : ", ") + desc->name;
   }
   if (!family_known) fail(ErrorCode::invalid_argument, "kernel family \"{}\" is not one of [{}]", family, families);
@@ -58,16 +56,21 @@ const KernelDesc& find_kernel(std::string_view family, const std::string& target
        targets_note);
 }
 
-const KernelDesc& find_kernel(std::string_view family, const std::string& target, const TileConfig& config) {
-  const std::string arch = target.substr(0, target.find(':'));
+const KernelDesc& find_kernel(std::string_view family, std::string_view target, const TileConfig& config) {
   for (const KernelDesc* desc : all_kernels()) {
     if (desc->family != family || !switch_is_on(*desc, config)) continue;
-    if (desc->supports_target != nullptr && !desc->supports_target(arch))
+    if (!kernel_supports(*desc, target))
       fail(ErrorCode::unsupported, "config {} selects kernel {} ({}=1), which does not support target {}",
-           config_id(config), desc->name, desc->config_switch, arch);
+           config_id(config), desc->name, desc->config_switch, target_arch(target));
     return *desc;
   }
   return find_kernel(family, target);
+}
+
+bool family_supports(std::string_view family, std::string_view target) {
+  for (const KernelDesc* desc : all_kernels())
+    if (desc->family == family && kernel_supports(*desc, target)) return true;
+  return false;
 }
 
 bool kernel_serves_config(const KernelDesc& desc, const TileConfig& config) {

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "core/target.hpp"
 
 namespace sagejit {
 
@@ -20,9 +21,7 @@ std::string_view to_string(MatchLevel level) noexcept {
   return "unknown";
 }
 
-std::string arch_of_target(std::string_view target) {
-  return std::string(target.substr(0, target.find(':')));
-}
+std::string arch_of_target(std::string_view target) { return std::string(target_arch(target)); }
 
 void validate_problem_key(const ProblemKey& key) {
   if (key.kernel.empty()) fail(ErrorCode::invalid_argument, "tuning lookup: kernel is empty");

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "jit/kernel_desc.hpp"
 
 namespace sagejit {
 namespace {
@@ -175,7 +176,7 @@ class Validator {
     else if (dtype == "fp16") problem.dtype = DType::fp16;
     else error(pointer + "/dtype", "{} is not one of [\"bf16\", \"fp16\"]", shown(dtype));
     const int head_dim = integer(value.at("head_dim"), pointer + "/head_dim");
-    if (head_dim != 64 && head_dim != 128) error(pointer + "/head_dim", "{} is not one of [64, 128]", head_dim);
+    if (!is_kernel_head_dim(head_dim)) error(pointer + "/head_dim", "{} is not one of {}", head_dim, kernel_head_dims_text());
     problem.head_dim = head_dim;
     const Json& causal = value.at("causal");
     if (!causal.is_boolean()) error(pointer + "/causal", "expected true or false, found {}", shown(causal));

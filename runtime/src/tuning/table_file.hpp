@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/kernel_desc.hpp"
+#include "core/tile_config.hpp"
 #include "sagejit/types.hpp"
 
 namespace sagejit {

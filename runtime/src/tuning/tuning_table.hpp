@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/kernel_desc.hpp"
+#include "core/tile_config.hpp"
 #include "tuning/miss_record.hpp"
 #include "tuning/problem_key.hpp"
 #include "tuning/table_file.hpp"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/embedded_file.hpp"
-#include "kernels/kernel_desc.hpp"
+#include "jit/kernel_config.hpp"
 
 namespace sagejit {
 
@@ -19,8 +19,6 @@ struct RenderedKernel {
   std::vector<std::string> entries;  // extern "C" __global__ names to look up after loading
   std::string target;                // the target it was rendered for ("sm_90", "gfx1201:xnack-")
 };
-
-using Defines = std::vector<std::pair<std::string, std::string>>;
 
 // Renders `main_path` (relative to kernel_src/, as in the embedded table) from `files`:
 // `#define NAME VALUE` for each define, then the main file with every `#include "..."` of an embedded

@@ -1,4 +1,4 @@
-#include "kernels/compile_dump.hpp"
+#include "jit/compile_dump.hpp"
 
 #include <cctype>
 #include <filesystem>

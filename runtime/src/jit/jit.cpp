@@ -1,6 +1,7 @@
-#include "kernels/jit.hpp"
+#include "jit/jit.hpp"
 
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -8,7 +9,8 @@
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "kernels/compile_dump.hpp"
+#include "jit/compile_dump.hpp"
+#include "jit/compiler_choice.hpp"
 
 namespace sagejit {
 namespace {
@@ -62,7 +64,8 @@ std::string call_key(const Device& device, int ordinal, const KernelDesc& desc, 
   std::string key = fmt::format("{}|{}|{}|{}|{}|{}|", static_cast<const void*>(&device), ordinal,
                                 static_cast<const void*>(&desc), static_cast<const void*>(&compiler),
                                 static_cast<const void*>(&cache), spec.dtype);
-  key += fmt::format("{}|{}|{}|{}|{}|", spec.head_dim, spec.causal, spec.write_lse, spec.smooth_k, spec.pv_fp16);
+  key += fmt::format("{}|{}|{}|{}|{}|", spec.head_dim, spec.causal, spec.write_lse, spec.v.pv_fp16,
+                     static_cast<int>(spec.v.order));
   for (const auto& [name, value] : config) key += fmt::format("{}={},", name, value);
   return key;
 }
@@ -94,9 +97,41 @@ std::vector<std::byte> compile_and_dump(const KernelBuild& build, const Compiler
   }
 }
 
+std::unique_ptr<LoadedKernel> finish_load(const KernelBuild& build, const CacheLookup& lookup,
+                                          std::unique_ptr<LoadedModule> module,
+                                          std::chrono::steady_clock::time_point start, const std::string& built_by);
+
+// A code object another compiler built ahead of time (the system cache's manifest) that the device
+// loads; nullopt when there is none or the device rejects it.
+struct PrebuiltLoad {
+  CacheLookup lookup;
+  std::unique_ptr<LoadedModule> module;
+  std::string built_by;
+};
+
+std::optional<PrebuiltLoad> load_prebuilt(
+    Device& device, int ordinal, const KernelBuild& build, CodeCache& cache, const PrebuiltCompilers& prebuilt) {
+  for (const auto& compiler : prebuilt) {
+    EntryLabel label = build.label;
+    label.compiler = compiler->identity();
+    const std::optional<CacheLookup> found = cache.find_prebuilt(rendered_cache_key(build.rendered, *compiler), label);
+    if (!found) continue;
+    try {
+      return PrebuiltLoad{*found, device.load_module(ordinal, *found->code), label.compiler};
+    } catch (const Error& error) {
+      log::warn("{}: the runtime rejected the prebuilt code object of {} ({}); compiling it", build.rendered.name,
+                label.compiler, error.what());
+    }
+  }
+  return std::nullopt;
+}
+
 std::unique_ptr<LoadedKernel> load_on_device(Device& device, int ordinal, const KernelBuild& build,
-                                             const Compiler& compiler, CodeCache& cache) {
+                                             const Compiler& compiler, CodeCache& cache,
+                                             const PrebuiltCompilers& prebuilt) {
   const auto start = std::chrono::steady_clock::now();
+  if (auto found = load_prebuilt(device, ordinal, build, cache, prebuilt))
+    return finish_load(build, found->lookup, std::move(found->module), start, found->built_by);
   CacheLookup lookup = build_code_object(cache, build, compiler);
   std::unique_ptr<LoadedModule> module;
   try {
@@ -111,6 +146,12 @@ std::unique_ptr<LoadedKernel> load_on_device(Device& device, int ordinal, const 
     lookup = build_code_object(cache, build, compiler);
     module = device.load_module(ordinal, *lookup.code);
   }
+  return finish_load(build, lookup, std::move(module), start, build.label.compiler);
+}
+
+std::unique_ptr<LoadedKernel> finish_load(const KernelBuild& build, const CacheLookup& lookup,
+                                          std::unique_ptr<LoadedModule> module,
+                                          std::chrono::steady_clock::time_point start, const std::string& built_by) {
   auto kernel = std::make_unique<LoadedKernel>();
   kernel->name = build.rendered.name;
   kernel->config = build.label.config;
@@ -119,10 +160,12 @@ std::unique_ptr<LoadedKernel> load_on_device(Device& device, int ordinal, const 
   for (const auto& entry : kernel->entries) kernel->functions.push_back(module->function(entry));
   kernel->module = std::move(module);
   kernel->hit = lookup.hit;
+  kernel->compiler = built_by;
   kernel->load_ms = elapsed_ms(start);
   log::info("{}: config {}: {} ({:.2f} ms, cache lookup {:.2f} ms) key {}", kernel->name, kernel->config,
             lookup.hit == CacheHit::compiled ? "compiled" : fmt::format("{} cache hit", to_string(lookup.hit)),
             kernel->load_ms, lookup.ms, build.key.hex());
+  if (build.label.compiler != built_by) log::info("{}: built by {}", kernel->name, kernel->compiler);
   return kernel;
 }
 
@@ -134,20 +177,6 @@ void* LoadedKernel::function(std::string_view entry) const {
   std::string known;
   for (const auto& name : entries) known += (known.empty() ? "" : ", ") + name;
   fail(ErrorCode::internal, "kernel {} has no entry \"{}\" (entries: {})", name, entry, known);
-}
-
-CompilerKind compiler_kind_for(Vendor vendor) {
-  const auto requested = env::get("SAGEJIT_COMPILER");
-  if (vendor == Vendor::nvidia) {
-    if (requested && *requested != "nvrtc")
-      fail(ErrorCode::unsupported, "SAGEJIT_COMPILER={} cannot build for NVIDIA GPUs; accepted there: nvrtc",
-           *requested);
-    return CompilerKind::nvrtc;
-  }
-  if (!requested || *requested == "hiprtc") return CompilerKind::hiprtc;
-  if (*requested == "clang") return CompilerKind::clang;
-  fail(ErrorCode::unsupported, "SAGEJIT_COMPILER={} cannot build for AMD GPUs; accepted there: hiprtc, clang",
-       *requested);
 }
 
 CacheKey rendered_cache_key(const RenderedKernel& rendered, const Compiler& compiler) {
@@ -178,23 +207,50 @@ CacheLookup build_code_object(CodeCache& cache, const KernelBuild& build, const 
   return cache.get_or_compile(build.key, build.label, [&] { return compile_and_dump(build, compiler); });
 }
 
-LoadedKernel& load_kernel(Device& device, int ordinal, const KernelDesc& desc, const TileConfig& config,
-                          const Specialization& spec) {
-  return load_kernel(device, ordinal, desc, config, spec, compiler(compiler_kind_for(device.vendor())), code_cache());
+const Target& device_target(Device& device, int ordinal) {
+  // DeviceInfo costs several driver calls and this is on every attention call. Devices are the
+  // process-wide backends (cuda_device(), hip_device()), alive until exit, so their addresses
+  // identify them.
+  static std::mutex mutex;
+  static std::map<std::pair<const Device*, int>, Target> targets;
+  const std::lock_guard lock(mutex);
+  const auto key = std::make_pair(static_cast<const Device*>(&device), ordinal);
+  auto it = targets.find(key);
+  if (it == targets.end()) {
+    const DeviceInfo info = device.info(ordinal);
+    it = targets.emplace(key, parse_target(info.full_target.empty() ? info.target : info.full_target)).first;
+  }
+  return it->second;
+}
+
+const CompilerChoice& device_compiler_choice(Device& device, int ordinal) {
+  // The compiler policy and the system cache's manifest are read once per target and process.
+  static std::mutex mutex;
+  static std::map<std::string, CompilerChoice> choices;
+  const Target& target = device_target(device, ordinal);
+  const std::lock_guard lock(mutex);
+  auto it = choices.find(target.full);
+  if (it == choices.end()) it = choices.emplace(target.full, choose_compiler(target, std::nullopt, &code_cache())).first;
+  return it->second;
 }
 
 LoadedKernel& load_kernel(Device& device, int ordinal, const KernelDesc& desc, const TileConfig& config,
-                          const Specialization& spec, const Compiler& compiler, CodeCache& cache) {
+                          const Specialization& spec) {
+  const CompilerChoice& choice = device_compiler_choice(device, ordinal);
+  return load_kernel(device, ordinal, desc, config, spec, *choice.compiler, code_cache(), choice.prebuilt);
+}
+
+LoadedKernel& load_kernel(Device& device, int ordinal, const KernelDesc& desc, const TileConfig& config,
+                          const Specialization& spec, const Compiler& compiler, CodeCache& cache,
+                          const PrebuiltCompilers& prebuilt) {
   auto& table = ModuleTable::instance();
   const std::string fast_key = call_key(device, ordinal, desc, config, spec, compiler, cache);
   if (LoadedKernel* kernel = table.find_fast(fast_key)) return *kernel;
 
-  const DeviceInfo info = device.info(ordinal);
-  const KernelBuild build = plan_build(desc, config, spec, info.full_target.empty() ? info.target : info.full_target,
-                                       compiler);
+  const KernelBuild build = plan_build(desc, config, spec, device_target(device, ordinal).full, compiler);
   const auto slot = table.slot(device, ordinal, build.key);
   std::lock_guard lock(slot->mutex);  // concurrent first calls: one loads, the others wait
-  if (!slot->kernel) slot->kernel = load_on_device(device, ordinal, build, compiler, cache);
+  if (!slot->kernel) slot->kernel = load_on_device(device, ordinal, build, compiler, cache, prebuilt);
   table.remember_fast(fast_key, slot->kernel.get());
   return *slot->kernel;
 }

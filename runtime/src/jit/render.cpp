@@ -1,4 +1,4 @@
-#include "kernels/render.hpp"
+#include "jit/render.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -161,22 +161,19 @@ std::span<const EmbeddedFile> embedded_kernel_sources() {
 
 RenderedKernel render_kernel(const KernelDesc& desc, const TileConfig& config, const Specialization& spec,
                              const std::string& target) {
-  // Descriptors decide on the arch ("gfx1201"); the feature suffixes (":xnack-") only reach the compiler.
-  const std::string arch = target.substr(0, target.find(':'));
-  if (desc.supports_target != nullptr && !desc.supports_target(arch))
-    fail(ErrorCode::unsupported, "kernel {} does not support target {}", desc.name, arch);
-  if (desc.check_config != nullptr) {
-    const std::string reason = desc.check_config(config, spec, arch);
-    if (!reason.empty())
-      fail(ErrorCode::unsupported, "kernel {} config {} is not valid for {}: {}", desc.name, config_id(config),
-           arch, reason);
-  }
+  // Descriptors decide on the parsed target; the feature suffixes (":xnack-") only reach the compiler.
+  const Target parsed = parse_target(target);
+  if (!kernel_supports(desc, parsed))
+    fail(ErrorCode::unsupported, "kernel {} does not support target {}", desc.name, parsed.arch);
+  const std::string reason = check_kernel_config(desc, config, spec, parsed);
+  if (!reason.empty())
+    fail(ErrorCode::unsupported, "kernel {} config {} is not valid for {}: {}", desc.name, config_id(config),
+         parsed.arch, reason);
   RenderedKernel rendered;
-  rendered.target = desc.compile_target != nullptr ? desc.compile_target(target) : target;
-  rendered.name = fmt::format("{}.{}.{}", desc.name, config_id(config), arch);
+  rendered.target = kernel_compile_target(desc, parsed);
+  rendered.name = fmt::format("{}.{}.{}", desc.name, config_id(config), parsed.arch);
   rendered.entries = desc.entries;
-  const Defines defines = desc.defines != nullptr ? desc.defines(config, spec) : Defines{};
-  rendered.source = render_source(desc.source_path, defines, embedded_kernel_sources());
+  rendered.source = render_source(desc.source_path, kernel_defines(desc, config, spec), embedded_kernel_sources());
   return rendered;
 }
 

@@ -1,9 +1,10 @@
-#include "kernels/workspace_layout.hpp"
+#include "plan/workspace_layout.hpp"
 
 #include <limits>
 
 #include "common/params.h"
 #include "core/error.hpp"
+#include "jit/kernel_desc.hpp"
 
 namespace sagejit {
 namespace {
@@ -42,8 +43,9 @@ WorkspaceLayout workspace_layout(const WorkspaceShape& shape) {
   positive(shape.seq_q, "seq_q");
   positive(shape.seq_kv, "seq_kv");
   // A valid tensor shape the kernels do not implement: unsupported, as the API and the runner say.
-  if (shape.head_dim != 64 && shape.head_dim != 128)
-    fail(ErrorCode::unsupported, "workspace_layout: head_dim {} is not one of [64, 128]", shape.head_dim);
+  if (shape.head_dim > 1024 || !is_kernel_head_dim(static_cast<int>(shape.head_dim)))
+    fail(ErrorCode::unsupported, "workspace_layout: head_dim {} is not one of {}", shape.head_dim,
+         kernel_head_dims_text());
   if (shape.heads_q % shape.heads_kv != 0)
     fail(ErrorCode::invalid_argument, "workspace_layout: heads_q {} is not a multiple of heads_kv {}", shape.heads_q,
          shape.heads_kv);

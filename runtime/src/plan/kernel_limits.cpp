@@ -1,6 +1,6 @@
-#include "api/kernel_limits.hpp"
+#include "plan/kernel_limits.hpp"
 
-#include "kernels/attention_runner.hpp"
+#include "plan/attention_call.hpp"
 #include "common/params.h"
 #include "core/error.hpp"
 

@@ -1,0 +1,84 @@
+#include "jit/compiler_choice.hpp"
+
+#include <charconv>
+#include <utility>
+
+#include "core/env.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace sagejit {
+namespace {
+
+// "hiprtc 6.4.60401" -> {6, 4}; {0, 0} when unreadable.
+std::pair<int, int> hiprtc_version(const std::string& identity) {
+  const std::size_t space = identity.find(' ');
+  if (space == std::string::npos) return {0, 0};
+  int major = 0, minor = 0;
+  const char* first = identity.data() + space + 1;
+  const char* last = identity.data() + identity.size();
+  auto [end, error] = std::from_chars(first, last, major);
+  if (error != std::errc() || end == last || *end != '.') return {major, 0};
+  std::from_chars(end + 1, last, minor);
+  return {major, minor};
+}
+
+// The compiler named by the caller or SAGEJIT_COMPILER, checked against the vendor.
+std::optional<CompilerKind> named_compiler(const Target& target, std::optional<CompilerKind> requested) {
+  std::string origin = "--compiler";
+  if (!requested) {
+    const auto name = env::get("SAGEJIT_COMPILER");
+    if (!name) return std::nullopt;
+    origin = "SAGEJIT_COMPILER";
+    if (*name != "nvrtc" && *name != "hiprtc" && *name != "clang")
+      fail(ErrorCode::invalid_argument, "SAGEJIT_COMPILER={} is not one of [nvrtc, hiprtc, clang]", *name);
+    requested = parse_compiler_kind(*name);
+  }
+  const bool fits = target.is_nvidia() ? *requested == CompilerKind::nvrtc : *requested != CompilerKind::nvrtc;
+  if (!fits)
+    fail(ErrorCode::invalid_argument, "{} {} cannot build {} target {}; accepted there: {}", origin,
+         to_string(*requested), to_string(target.vendor), target.arch, target.is_nvidia() ? "nvrtc" : "hiprtc, clang");
+  return requested;
+}
+
+const Compiler& automatic_amd_compiler(const Target& target) {
+  std::string hiprtc_problem;
+  try {
+    const Compiler& hiprtc = hiprtc_compiler();
+    const auto [major, minor] = hiprtc_version(hiprtc.identity());
+    if (target.amd_family() != "gfx12" || major > 6 || (major == 6 && minor >= 4)) return hiprtc;
+    hiprtc_problem = fmt::format("{} cannot build {} (needs ROCm 6.4+)", hiprtc.identity(), target.arch);
+  } catch (const Error& error) {
+    hiprtc_problem = error.what();
+  }
+  try {
+    const Compiler& clang = clang_compiler();
+    log::debug("compiler for {}: {} ({})", target.full, clang.identity(), hiprtc_problem);
+    return clang;
+  } catch (const Error& error) {
+    fail(ErrorCode::runtime_not_found, "no compiler can build {}: hipRTC: {}; clang: {}", target.full, hiprtc_problem,
+         error.what());
+  }
+}
+
+}  // namespace
+
+CompilerChoice choose_compiler(const Target& target, std::optional<CompilerKind> requested, const CodeCache* cache) {
+  CompilerChoice choice;
+  if (const auto kind = named_compiler(target, requested)) choice.compiler = &compiler(*kind);
+  else choice.compiler = target.is_nvidia() ? &nvrtc_compiler() : &automatic_amd_compiler(target);
+  if (cache == nullptr) return choice;
+  for (const PrebuiltCompiler& prebuilt : cache->prebuilt_compilers()) {
+    if (prebuilt.identity == choice.compiler->identity()) continue;  // its own entries: found anyway
+    try {
+      const CompilerKind kind = parse_compiler_kind(prebuilt.kind);
+      if ((kind == CompilerKind::nvrtc) != target.is_nvidia()) continue;
+      choice.prebuilt.push_back(prebuilt_compiler(kind, prebuilt.identity));
+    } catch (const Error& error) {
+      log::debug("system cache: not searching objects of {} ({}): {}", prebuilt.identity, prebuilt.kind, error.what());
+    }
+  }
+  return choice;
+}
+
+}  // namespace sagejit

@@ -1,0 +1,38 @@
+#pragma once
+// One attention call as the runtime sees it after the API normalised the caller's tensors: sizes as
+// (B, H, N, D), strides as (batch, head, token) whatever the memory layout, device pointers, options
+// and (optionally) explicit tile configs.
+#include <cstdint>
+
+#include "core/tile_config.hpp"
+#include "sagejit/types.hpp"
+
+namespace sagejit {
+
+// Strides of a tensor in elements, in (batch, head, token) order whatever its memory layout; the
+// channel stride is 1.
+struct RowStrides {
+  std::int64_t batch = 0, head = 0, token = 0;
+};
+
+struct AttentionCall {
+  std::int64_t batch = 1, heads_q = 1, heads_kv = 1, seq_q = 1, seq_kv = 1, head_dim = 128;
+  DType dtype = DType::bf16;  // of q, k, v and out
+  const void* q = nullptr;    // device pointers
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* out = nullptr;
+  RowStrides q_strides, k_strides, v_strides, out_strides;
+  bool causal = false;
+  float sm_scale = 0.0f;      // resolved by the caller (e.g. 1/sqrt(head_dim))
+  bool smooth_k = true;
+  float* lse = nullptr;       // fp32 [B, Hq, Nq] contiguous, or null
+  bool want_lse = false;      // plan for an LSE output even before `lse` points anywhere
+  // Tile configs; an empty map means "ask the tuning tables".
+  TileConfig attention_config;
+  TileConfig prepare_config;
+
+  bool writes_lse() const { return lse != nullptr || want_lse; }
+};
+
+}  // namespace sagejit

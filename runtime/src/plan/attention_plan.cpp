@@ -1,0 +1,115 @@
+#include "plan/attention_plan.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "jit/kernel_config.hpp"
+#include "kernels/registry.hpp"
+#include "plan/kernel_limits.hpp"
+#include "tuning/tuning_table.hpp"
+
+namespace sagejit {
+namespace {
+
+// A config from the caller, or else from the tuning tables.
+TileConfig config_for(const AttentionCall& call, const TileConfig& explicit_config, std::string_view family,
+                      const Target& target, MatchLevel* level) {
+  if (!explicit_config.empty()) return explicit_config;
+  const Lookup found = tuning_tables().lookup(problem_key_of(call, family, target));
+  if (level != nullptr) *level = found.level;
+  return found.config;
+}
+
+// The config `desc` runs with, complete, or Error(unsupported) with the descriptor's reason.
+TileConfig checked_config(const KernelDesc& desc, const TileConfig& config, const Specialization& spec,
+                          const Target& target) {
+  const std::string reason = check_kernel_config(desc, config, spec, target);
+  if (!reason.empty())
+    fail(ErrorCode::unsupported, "kernel {} config {} is not valid for {}: {}", desc.name, config_id(config),
+         target.arch, reason);
+  return complete_config(desc, config);
+}
+
+}  // namespace
+
+void check_head_dim(std::int64_t head_dim) {
+  if (head_dim > std::numeric_limits<int>::max() || !is_kernel_head_dim(static_cast<int>(head_dim)))
+    fail(ErrorCode::unsupported, "head_dim {} is not one of {}", head_dim, kernel_head_dims_text());
+}
+
+void check_attention_call(const AttentionCall& call) {
+  const auto positive = [](std::int64_t value, const char* name) {
+    if (value < 1) fail(ErrorCode::invalid_argument, "attention: {} must be >= 1 (got {})", name, value);
+  };
+  positive(call.batch, "batch");
+  positive(call.heads_q, "heads_q");
+  positive(call.heads_kv, "heads_kv");
+  positive(call.seq_q, "seq_q");
+  positive(call.seq_kv, "seq_kv");
+  if (!is_kernel_dtype(call.dtype))
+    fail(ErrorCode::unsupported, "dtype {} is not one of {}", to_string(call.dtype), kernel_dtypes_text());
+  check_head_dim(call.head_dim);
+  if (call.heads_q % call.heads_kv != 0)
+    fail(ErrorCode::invalid_argument,
+         "q heads ({}) is not a multiple of k/v heads ({}); grouped-query attention needs Hq % Hk == 0", call.heads_q,
+         call.heads_kv);
+  if (!std::isfinite(call.sm_scale) || call.sm_scale <= 0.0f)
+    fail(ErrorCode::invalid_argument, "sm_scale {} is not finite and > 0", call.sm_scale);
+  check_kernel_limits(call);
+}
+
+ProblemKey problem_key_of(const AttentionCall& call, std::string_view family, const Target& target) {
+  ProblemKey key;
+  key.kernel = std::string(family);
+  key.arch = target.arch;
+  key.dtype = call.dtype;
+  key.head_dim = static_cast<int>(call.head_dim);
+  key.causal = call.causal;
+  key.gqa_ratio = static_cast<int>(call.heads_q / call.heads_kv);
+  key.seq_q = static_cast<int>(call.seq_q);
+  key.seq_kv = static_cast<int>(call.seq_kv);
+  return key;
+}
+
+AttentionPlan plan_attention(const AttentionCall& call, const Target& target) {
+  check_attention_call(call);
+  AttentionPlan plan;
+  plan.smooth_k = call.smooth_k;
+  plan.spec.dtype = static_cast<int>(call.dtype);
+  plan.spec.head_dim = static_cast<int>(call.head_dim);
+  plan.spec.causal = call.causal;
+  plan.spec.write_lse = call.writes_lse();
+
+  // The attention kernel first: it decides the V format prepare writes.
+  const TileConfig attention = config_for(call, call.attention_config, "attention", target, &plan.attention_match);
+  plan.attention = &find_kernel("attention", target.full, attention);
+  plan.attention_config = checked_config(*plan.attention, attention, plan.spec, target);
+  plan.spec.v = kernel_v_input(*plan.attention, plan.attention_config);
+
+  plan.prepare = &find_kernel("prepare", target.full);
+  const TileConfig prepare = config_for(call, call.prepare_config, "prepare", target, nullptr);
+  plan.prepare_config = checked_config(*plan.prepare, prepare, plan.spec, target);
+
+  plan.shape = {static_cast<int>(call.batch), static_cast<int>(call.heads_q), static_cast<int>(call.heads_kv),
+                static_cast<int>(call.seq_q), static_cast<int>(call.seq_kv)};
+  WorkspaceShape workspace;
+  workspace.batch = call.batch;
+  workspace.heads_q = call.heads_q;
+  workspace.heads_kv = call.heads_kv;
+  workspace.seq_q = call.seq_q;
+  workspace.seq_kv = call.seq_kv;
+  workspace.head_dim = call.head_dim;
+  workspace.pv_fp16 = plan.spec.v.pv_fp16;
+  workspace.smooth_k = call.smooth_k;
+  workspace.lse = call.writes_lse();
+  plan.workspace = workspace_layout(workspace);
+  return plan;
+}
+
+AttentionPlan plan_attention(const AttentionCall& call, std::string_view target) {
+  return plan_attention(call, parse_target(target));
+}
+
+}  // namespace sagejit

@@ -1,0 +1,106 @@
+#include "plan/attention_runner.hpp"
+
+#include "common/params.h"
+#include "core/error.hpp"
+#include "jit/jit.hpp"
+#include "jit/kernel_config.hpp"
+
+namespace sagejit {
+namespace {
+
+template <typename T>
+T* section(void* workspace, std::size_t offset) {
+  return reinterpret_cast<T*>(static_cast<char*>(workspace) + offset);
+}
+
+void launch(Device& device, int ordinal, const LoadedKernel& kernel, const KernelDesc& desc, int entry,
+            const TileConfig& config, const AttentionPlan& plan, Stream stream, void* params) {
+  void* args[] = {params};
+  device.launch(ordinal, kernel.functions.at(static_cast<std::size_t>(entry)),
+                kernel_geometry(desc, entry, config, plan.spec, plan.shape), stream, args);
+}
+
+}  // namespace
+
+void run_attention(Device& device, int ordinal, const AttentionPlan& plan, const AttentionCall& call, void* workspace,
+                   Stream stream) {
+  if (call.q == nullptr || call.k == nullptr || call.v == nullptr || call.out == nullptr)
+    fail(ErrorCode::invalid_argument, "run_attention: q, k, v and out must be device pointers (one is null)");
+  if (workspace == nullptr) fail(ErrorCode::invalid_argument, "run_attention: workspace is null");
+  if (plan.spec.write_lse != (call.lse != nullptr))
+    fail(ErrorCode::invalid_argument, "run_attention: the plan {} an LSE but call.lse is {}",
+         plan.spec.write_lse ? "writes" : "does not write", call.lse != nullptr ? "set" : "null");
+  const WorkspaceLayout& layout = plan.workspace;
+  const ProblemShape& shape = plan.shape;
+  const LoadedKernel& prepare = load_kernel(device, ordinal, *plan.prepare, plan.prepare_config, plan.spec);
+  const LoadedKernel& attention = load_kernel(device, ordinal, *plan.attention, plan.attention_config, plan.spec);
+
+  SjPrepareParams pp{};
+  pp.q = call.q;
+  pp.k = call.k;
+  pp.v = call.v;
+  pp.q_stride_b = call.q_strides.batch;
+  pp.q_stride_h = call.q_strides.head;
+  pp.q_stride_n = call.q_strides.token;
+  pp.k_stride_b = call.k_strides.batch;
+  pp.k_stride_h = call.k_strides.head;
+  pp.k_stride_n = call.k_strides.token;
+  pp.v_stride_b = call.v_strides.batch;
+  pp.v_stride_h = call.v_strides.head;
+  pp.v_stride_n = call.v_strides.token;
+  pp.batch = shape.batch;
+  pp.heads_q = shape.heads_q;
+  pp.heads_kv = shape.heads_kv;
+  pp.seq_q = shape.seq_q;
+  pp.seq_kv = shape.seq_kv;
+  pp.seq_q_pad = static_cast<int>(layout.seq_q_pad);
+  pp.seq_kv_pad = static_cast<int>(layout.seq_kv_pad);
+  pp.q_mul = static_cast<float>(static_cast<double>(call.sm_scale) * 1.4426950408889634);
+  pp.smooth_k = plan.smooth_k ? 1 : 0;
+  pp.want_lse_delta = plan.spec.write_lse && plan.smooth_k ? 1 : 0;
+  pp.q8 = section<signed char>(workspace, layout.q8);
+  pp.q_scale = section<float>(workspace, layout.q_scale);
+  pp.k8 = section<signed char>(workspace, layout.k8);
+  pp.k_scale = section<float>(workspace, layout.k_scale);
+  pp.k_mean = section<float>(workspace, layout.k_mean);
+  pp.k_mean_partial = plan.smooth_k ? section<double>(workspace, layout.k_mean_partial) : nullptr;
+  pp.v_amax_partial = plan.spec.v.pv_fp16 ? nullptr : section<float>(workspace, layout.v_amax_partial);
+  pp.v_quant = section<void>(workspace, layout.v_quant);
+  pp.v_scale = section<float>(workspace, layout.v_scale);
+  pp.lse_delta = pp.want_lse_delta ? section<float>(workspace, layout.lse_delta) : nullptr;
+
+  // stats (only when there is a K mean or a V amax to gather), finalize, quantize.
+  if (plan.gather_stats()) launch(device, ordinal, prepare, *plan.prepare, 0, plan.prepare_config, plan, stream, &pp);
+  launch(device, ordinal, prepare, *plan.prepare, 1, plan.prepare_config, plan, stream, &pp);
+  launch(device, ordinal, prepare, *plan.prepare, 2, plan.prepare_config, plan, stream, &pp);
+
+  SjAttentionParams ap{};
+  ap.q8 = pp.q8;
+  ap.q_scale = pp.q_scale;
+  ap.k8 = pp.k8;
+  ap.k_scale = pp.k_scale;
+  ap.v_quant = pp.v_quant;
+  ap.v_scale = pp.v_scale;
+  ap.lse_delta = pp.lse_delta;
+  ap.out = call.out;
+  ap.o_stride_b = call.out_strides.batch;
+  ap.o_stride_h = call.out_strides.head;
+  ap.o_stride_n = call.out_strides.token;
+  ap.lse = call.lse;
+  ap.batch = shape.batch;
+  ap.heads_q = shape.heads_q;
+  ap.heads_kv = shape.heads_kv;
+  ap.seq_q = shape.seq_q;
+  ap.seq_kv = shape.seq_kv;
+  ap.seq_q_pad = pp.seq_q_pad;
+  ap.seq_kv_pad = pp.seq_kv_pad;
+  ap.gqa_ratio = shape.heads_q / shape.heads_kv;
+  ap.causal = plan.spec.causal ? 1 : 0;
+  launch(device, ordinal, attention, *plan.attention, 0, plan.attention_config, plan, stream, &ap);
+}
+
+void run_attention(Device& device, int ordinal, const AttentionCall& call, void* workspace, Stream stream) {
+  run_attention(device, ordinal, plan_attention(call, device_target(device, ordinal)), call, workspace, stream);
+}
+
+}  // namespace sagejit
