@@ -15,9 +15,9 @@
 
 #include "device/device.hpp"
 #include "kernels/attention_runner.hpp"
-#include "numerics/emulator.hpp"
-#include "numerics/host_tensor.hpp"
-#include "numerics/random_fill.hpp"
+#include "dev/numerics/emulator.hpp"
+#include "dev/numerics/host_tensor.hpp"
+#include "dev/numerics/random_fill.hpp"
 
 namespace sagejit::test {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "gpu_attention_support.hpp"
-#include "numerics/metrics.hpp"
-#include "numerics/reference.hpp"
+#include "dev/numerics/metrics.hpp"
+#include "dev/numerics/reference.hpp"
 #include "sagejit/sagejit.hpp"
 
 using namespace sagejit;
