@@ -22,6 +22,7 @@ install(FILES
   ${PROJECT_SOURCE_DIR}/runtime/include/sagejit/error.hpp
   ${PROJECT_SOURCE_DIR}/runtime/include/sagejit/types.hpp
   ${PROJECT_SOURCE_DIR}/runtime/include/sagejit/export.hpp
+  ${PROJECT_BINARY_DIR}/runtime/generated_include/sagejit/version.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sagejit)
 install(EXPORT sagejitTargets NAMESPACE sagejit:: DESTINATION ${SAGEJIT_CMAKE_INSTALL_DIR}
   FILE sagejitTargets.cmake)

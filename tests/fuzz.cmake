@@ -23,9 +23,9 @@ set(sagejit_fuzz_sources
   ${PROJECT_SOURCE_DIR}/runtime/src/tuning/problem_key.cpp
   ${PROJECT_SOURCE_DIR}/runtime/src/tuning/table_file.cpp
   ${PROJECT_SOURCE_DIR}/runtime/src/tuning/tuning_table.cpp
-  ${PROJECT_SOURCE_DIR}/runtime/src/tuning/table_merge.cpp
+  ${PROJECT_SOURCE_DIR}/runtime/src/dev/table_merge.cpp
   ${PROJECT_SOURCE_DIR}/runtime/src/tuning/miss_record.cpp
-  ${PROJECT_SOURCE_DIR}/runtime/src/kernels/config_id.cpp
+  ${PROJECT_SOURCE_DIR}/runtime/src/core/tile_config.cpp
   ${PROJECT_SOURCE_DIR}/runtime/src/core/error.cpp
   ${PROJECT_SOURCE_DIR}/runtime/src/core/log.cpp
   ${PROJECT_SOURCE_DIR}/runtime/src/core/env.cpp

@@ -13,12 +13,13 @@
 
 #include <fmt/format.h>
 
+#include "dev/device_buffer.hpp"
 #include "device/device.hpp"
 #include "jit/jit.hpp"
 #include "plan/attention_runner.hpp"
-#include "numerics/emulator.hpp"
-#include "numerics/host_tensor.hpp"
-#include "numerics/random_fill.hpp"
+#include "dev/numerics/emulator.hpp"
+#include "dev/numerics/host_tensor.hpp"
+#include "dev/numerics/random_fill.hpp"
 
 namespace sagejit::test {
 
@@ -51,24 +52,8 @@ inline std::optional<Gpu> gpu_or_skip() {
   return gpu;
 }
 
-// Device memory owned for one test.
-class DeviceBuffer {
- public:
-  DeviceBuffer(const Gpu& gpu, std::size_t bytes) : gpu_(gpu), bytes_(bytes) {
-    pointer_ = gpu.device->allocate(gpu.ordinal, bytes == 0 ? 1 : bytes);
-  }
-  ~DeviceBuffer() { gpu_.device->free(gpu_.ordinal, pointer_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return pointer_; }
-  void upload(const void* host, std::size_t bytes) { gpu_.device->copy_to_device(gpu_.ordinal, pointer_, host, bytes); }
-  void download(void* host, std::size_t bytes) const { gpu_.device->copy_to_host(gpu_.ordinal, host, pointer_, bytes); }
-
- private:
-  Gpu gpu_;
-  std::size_t bytes_;
-  void* pointer_ = nullptr;
-};
+// Device memory owned for one test, on the test's GPU.
+inline DeviceBuffer device_buffer(const Gpu& gpu, std::size_t bytes) { return DeviceBuffer(*gpu.device, gpu.ordinal, bytes); }
 
 enum class Fill { normal, channel_offsets, equal_rows };
 
@@ -139,7 +124,7 @@ inline CaseResult run_case(const Gpu& gpu, const Case& c) {
   fill(r.v, Fill::normal, rng);
 
   const auto bytes = [](const numerics::HostTensor& t) { return t.storage().size() * sizeof(std::uint16_t); };
-  DeviceBuffer q(gpu, bytes(r.q)), k(gpu, bytes(r.k)), v(gpu, bytes(r.v));
+  DeviceBuffer q = device_buffer(gpu, bytes(r.q)), k = device_buffer(gpu, bytes(r.k)), v = device_buffer(gpu, bytes(r.v));
   q.upload(r.q.storage().data(), bytes(r.q));
   k.upload(r.k.storage().data(), bytes(r.k));
   v.upload(r.v.storage().data(), bytes(r.v));
@@ -147,12 +132,12 @@ inline CaseResult run_case(const Gpu& gpu, const Case& c) {
   // Output storage (padding included, poisoned by HostTensor) plus a poisoned guard region.
   std::vector<std::uint16_t> out_host(r.out.storage());
   out_host.resize(out_host.size() + guard_elements, numerics::HostTensor::poison_bits(c.dtype));
-  DeviceBuffer out(gpu, out_host.size() * 2);
+  DeviceBuffer out = device_buffer(gpu, out_host.size() * 2);
   out.upload(out_host.data(), out_host.size() * 2);
 
   const std::size_t lse_count = static_cast<std::size_t>(c.batch * c.heads_q * c.seq_q);
   std::vector<std::uint32_t> lse_host(lse_count + guard_elements, lse_poison);
-  DeviceBuffer lse(gpu, lse_host.size() * 4);
+  DeviceBuffer lse = device_buffer(gpu, lse_host.size() * 4);
   lse.upload(lse_host.data(), lse_host.size() * 4);
 
   AttentionCall call;
@@ -182,7 +167,7 @@ inline CaseResult run_case(const Gpu& gpu, const Case& c) {
   r.layout = plan.workspace;
   r.plan = plan;
   std::vector<std::uint8_t> poison(r.layout.total_bytes, 0xA5);  // unwritten workspace shows up as 0xA5
-  DeviceBuffer workspace(gpu, r.layout.total_bytes);
+  DeviceBuffer workspace = device_buffer(gpu, r.layout.total_bytes);
   workspace.upload(poison.data(), poison.size());
 
   run_attention(*gpu.device, gpu.ordinal, plan, call, workspace.get(), nullptr);

@@ -11,6 +11,7 @@
 #include "cache/code_cache.hpp"
 #include "cache_test_support.hpp"
 #include "core/log.hpp"
+#include "dev/cache_admin.hpp"
 
 using namespace sagejit;
 namespace fs = std::filesystem;
@@ -63,7 +64,7 @@ TEST_CASE("LRU prune keeps the newest entries, and a hit makes an entry newest")
   CHECK(compiles == 0);
 
   // Keep room for three entries: the touched one and the two newest survive.
-  const PruneReport report = cache.prune(3 * filled.entry_size + filled.entry_size / 2);
+  const PruneReport report = cache_prune(cache, 3 * filled.entry_size + filled.entry_size / 2);
   CHECK(report.removed == 3);
   CHECK(report.freed_bytes >= 3 * filled.entry_size - 100);
   CHECK(fs::exists(filled.files[0]));
@@ -72,7 +73,7 @@ TEST_CASE("LRU prune keeps the newest entries, and a hit makes an entry newest")
   CHECK_FALSE(fs::exists(filled.files[3]));
   CHECK(fs::exists(filled.files[4]));
   CHECK(fs::exists(filled.files[5]));
-  CHECK(cache.stat().user_entries == 3);
+  CHECK(cache_stat(cache).user_entries == 3);
 }
 
 TEST_CASE("publishing over the size cap prunes the oldest and keeps the new entry") {
@@ -91,7 +92,7 @@ TEST_CASE("publishing over the size cap prunes the oldest and keeps the new entr
   CHECK_FALSE(fs::exists(filled.files[1]));
   CHECK(fs::exists(filled.files[2]));
   CHECK(fs::exists(filled.files[3]));
-  CHECK(capped.stat().user_bytes <= settings.max_bytes);
+  CHECK(cache_stat(capped).user_bytes <= settings.max_bytes);
 }
 
 TEST_CASE("stat, list, verify --fix and clear") {
@@ -108,7 +109,7 @@ TEST_CASE("stat, list, verify --fix and clear") {
   test::write_bytes(dir / "tmp-999999-0000000000000000", test::random_bytes(100));
   set_mtime(dir / "tmp-999999-0000000000000000", std::time(nullptr) - 7200);
 
-  const CacheStats stats = cache.stat();
+  const CacheStats stats = cache_stat(cache);
   CHECK(stats.user_entries == 3);
   CHECK(stats.temp_files == 1);
   std::uint64_t total = 0;
@@ -116,7 +117,7 @@ TEST_CASE("stat, list, verify --fix and clear") {
   CHECK(stats.user_bytes == total);
   CHECK(stats.user_dir_problem.empty());
 
-  const auto entries = cache.list();
+  const auto entries = cache_list(cache);
   REQUIRE(entries.size() == 3);
   CHECK(entries[0].path == filled.files[2]);  // newest first
   CHECK(entries[0].valid);
@@ -125,19 +126,19 @@ TEST_CASE("stat, list, verify --fix and clear") {
   CHECK_FALSE(entries[1].valid);
   CHECK(entries[1].problem.find("checksum") != std::string::npos);
 
-  const VerifyReport dry = cache.verify(false);
+  const VerifyReport dry = cache_verify(cache, false);
   CHECK(dry.checked == 3);
   CHECK(dry.bad.size() == 1);
   CHECK(dry.removed == 0);
   CHECK(fs::exists(filled.files[1]));
-  const VerifyReport fixed = cache.verify(true);
+  const VerifyReport fixed = cache_verify(cache, true);
   CHECK(fixed.bad.size() == 1);
   CHECK(fixed.removed == 2);  // the bad entry and the stale temp file
   CHECK_FALSE(fs::exists(filled.files[1]));
-  CHECK(cache.stat().temp_files == 0);
+  CHECK(cache_stat(cache).temp_files == 0);
 
-  CHECK(cache.clear() == 2);
+  CHECK(cache_clear(cache) == 2);
   CHECK(test::entry_files(dir).empty());
-  CHECK(cache.stat().user_entries == 0);
+  CHECK(cache_stat(cache).user_entries == 0);
   log::set_level(log::Level::warn);
 }

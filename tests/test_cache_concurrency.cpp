@@ -17,6 +17,7 @@
 #include "cache/code_cache.hpp"
 #include "cache_test_support.hpp"
 #include "core/log.hpp"
+#include "dev/cache_admin.hpp"
 
 using namespace sagejit;
 namespace fs = std::filesystem;
@@ -167,11 +168,11 @@ TEST_CASE("a writer killed mid-publish leaves nothing that validates wrongly; th
     if (item.path().filename().string().starts_with("tmp-")) temps.push_back(item.path());
   REQUIRE(temps.size() == 1);
   CodeCache admin(test::settings_for(dir));
-  CHECK(admin.list().empty());
-  CHECK(admin.stat().temp_files == 1);
+  CHECK(cache_list(admin).empty());
+  CHECK(cache_stat(admin).temp_files == 1);
   // Worst case, a non-atomic writer: the half-written bytes under the entry name do not validate.
   fs::rename(temps[0], dir / entry_file_name(key, test::test_label()));
-  const auto listed = admin.list();
+  const auto listed = cache_list(admin);
   REQUIRE(listed.size() == 1);
   CHECK_FALSE(listed[0].valid);
 
@@ -184,7 +185,7 @@ TEST_CASE("a writer killed mid-publish leaves nothing that validates wrongly; th
   CHECK(lookup.hit == CacheHit::compiled);
   CHECK(compiles == 1);
   CHECK(*lookup.code == payload);
-  const auto entries = admin.list();
+  const auto entries = cache_list(admin);
   REQUIRE(entries.size() == 1);
   CHECK(entries[0].valid);
   CodeCache fresh(test::settings_for(dir));

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "gpu_attention_support.hpp"
-#include "numerics/metrics.hpp"
-#include "numerics/reference.hpp"
+#include "dev/numerics/metrics.hpp"
+#include "dev/numerics/reference.hpp"
 #include "sagejit/sagejit.hpp"
 
 using namespace sagejit;
@@ -34,8 +34,9 @@ struct Problem {
         k({c.batch, c.heads_kv, c.seq_kv, c.head_dim}, c.dtype, c.layout, c.padding),
         v({c.batch, c.heads_kv, c.seq_kv, c.head_dim}, c.dtype, c.layout, c.padding),
         out({c.batch, c.heads_q, c.seq_q, c.head_dim}, c.dtype, c.layout, c.padding),
-        dq(gpu, bytes(q)), dk(gpu, bytes(k)), dv(gpu, bytes(v)), dout(gpu, bytes(out)),
-        dlse(gpu, static_cast<std::size_t>(c.batch * c.heads_q * c.seq_q) * 4),
+        dq(device_buffer(gpu, bytes(q))), dk(device_buffer(gpu, bytes(k))), dv(device_buffer(gpu, bytes(v))),
+        dout(device_buffer(gpu, bytes(out))),
+        dlse(device_buffer(gpu, static_cast<std::size_t>(c.batch * c.heads_q * c.seq_q) * 4)),
         lse_host(static_cast<std::size_t>(c.batch * c.heads_q * c.seq_q), std::nanf("")) {
     numerics::fill_normal(q, rng);
     numerics::fill_channel_offsets(k, rng, 3.0);
@@ -131,7 +132,7 @@ TEST_CASE("a caller's workspace: exact size works, a smaller one names the size 
   const std::size_t needed = workspace_size(problem.qv(), problem.kv(), problem.vv(), problem.options(c));
   MESSAGE("workspace " << needed << " bytes");
   CHECK(needed > 0);
-  DeviceBuffer workspace(*gpu, needed);
+  DeviceBuffer workspace = device_buffer(*gpu, needed);
   try {
     attention(problem.qv(), problem.kv(), problem.vv(), problem.ov(), problem.options(c), nullptr,
               Workspace{workspace.get(), needed - 1});

@@ -15,8 +15,8 @@
 #include <cmath>
 
 #include "gpu_attention_support.hpp"
-#include "numerics/metrics.hpp"
-#include "numerics/reference.hpp"
+#include "dev/numerics/metrics.hpp"
+#include "dev/numerics/reference.hpp"
 
 using namespace sagejit;
 using namespace sagejit::test;

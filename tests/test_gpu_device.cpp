@@ -12,6 +12,7 @@
 
 #include "compiler/compiler.hpp"
 #include "core/error.hpp"
+#include "dev/device_buffer.hpp"
 #include "device/device.hpp"
 
 using namespace sagejit;
@@ -46,14 +47,6 @@ extern "C" __global__ void mix(const unsigned* x, unsigned* y, unsigned a, unsig
   if (i < n) y[i] = a * x[i] + (y[i] ^ (i * 2654435761u));
 }
 )";
-
-// Device buffer freed on scope exit.
-struct DeviceBuffer {
-  Device& device;
-  void* pointer;
-  DeviceBuffer(Device& d, std::size_t bytes) : device(d), pointer(d.allocate(0, bytes)) {}
-  ~DeviceBuffer() { device.free(0, pointer); }
-};
 
 }  // namespace
 
@@ -94,19 +87,19 @@ TEST_CASE("CUDA: compile with NVRTC, load, launch on a stream, copy back, time w
   for (auto& value : x) value = random();
   for (auto& value : y) value = random();
 
-  DeviceBuffer dx(*device, n * sizeof(std::uint32_t));
-  DeviceBuffer dy(*device, (n + tail) * sizeof(std::uint32_t));
-  device->memset(0, dy.pointer, 0x5a, (n + tail) * sizeof(std::uint32_t), nullptr);
-  device->copy_to_device(0, dx.pointer, x.data(), n * sizeof(std::uint32_t));
-  device->copy_to_device(0, dy.pointer, y.data(), n * sizeof(std::uint32_t));
+  DeviceBuffer dx(*device, 0, n * sizeof(std::uint32_t));
+  DeviceBuffer dy(*device, 0, (n + tail) * sizeof(std::uint32_t));
+  device->memset(0, dy.get(), 0x5a, (n + tail) * sizeof(std::uint32_t), nullptr);
+  device->copy_to_device(0, dx.get(), x.data(), n * sizeof(std::uint32_t));
+  device->copy_to_device(0, dy.get(), y.data(), n * sizeof(std::uint32_t));
 
   void* start = device->create_event(0);
   void* stop = device->create_event(0);
   LaunchGeometry geometry;
   geometry.block = {256, 1, 1};
   geometry.grid = {(n + 255) / 256, 1, 1};
-  void* x_arg = dx.pointer;
-  void* y_arg = dy.pointer;
+  void* x_arg = dx.get();
+  void* y_arg = dy.get();
   unsigned a_arg = a;
   unsigned n_arg = n;
   void* args[] = {&x_arg, &y_arg, &a_arg, &n_arg};
@@ -121,7 +114,7 @@ TEST_CASE("CUDA: compile with NVRTC, load, launch on a stream, copy back, time w
   device->destroy_event(0, stop);
 
   std::vector<std::uint32_t> result(n + tail);
-  device->copy_to_host(0, result.data(), dy.pointer, (n + tail) * sizeof(std::uint32_t));
+  device->copy_to_host(0, result.data(), dy.get(), (n + tail) * sizeof(std::uint32_t));
   unsigned mismatches = 0;
   for (unsigned i = 0; i < n; ++i) {
     const std::uint32_t expected = a * x[i] + (y[i] ^ (i * 2654435761u));

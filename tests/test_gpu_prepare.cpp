@@ -8,7 +8,7 @@
 
 #include "arch/mma_sm80.h"
 #include "gpu_attention_support.hpp"
-#include "numerics/workspace_compare.hpp"
+#include "dev/numerics/workspace_compare.hpp"
 
 using namespace sagejit;
 using namespace sagejit::test;

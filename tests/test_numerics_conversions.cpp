@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "numerics/conversions.hpp"
+#include "dev/numerics/conversions.hpp"
 
 using namespace sagejit::numerics;
 

@@ -9,10 +9,10 @@
 
 #include <fmt/format.h>
 
-#include "numerics/emulator.hpp"
-#include "numerics/metrics.hpp"
-#include "numerics/random_fill.hpp"
-#include "numerics/reference.hpp"
+#include "dev/numerics/emulator.hpp"
+#include "dev/numerics/metrics.hpp"
+#include "dev/numerics/random_fill.hpp"
+#include "dev/numerics/reference.hpp"
 
 using namespace sagejit::numerics;
 using sagejit::DType;

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "numerics/metrics.hpp"
-#include "numerics/reference.hpp"
+#include "dev/numerics/metrics.hpp"
+#include "dev/numerics/reference.hpp"
 
 using namespace sagejit::numerics;
 using sagejit::DType;

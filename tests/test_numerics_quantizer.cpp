@@ -8,10 +8,10 @@
 #include <random>
 
 #include "common/quant.h"
-#include "numerics/conversions.hpp"
-#include "numerics/emulator.hpp"
-#include "numerics/random_fill.hpp"
-#include "numerics/workspace_compare.hpp"
+#include "dev/numerics/conversions.hpp"
+#include "dev/numerics/emulator.hpp"
+#include "dev/numerics/random_fill.hpp"
+#include "dev/numerics/workspace_compare.hpp"
 
 using namespace sagejit::numerics;
 using sagejit::DType;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "dev/table_merge.hpp"
 #include "tuning/tuning_table.hpp"
 
 using namespace sagejit;

@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/embedded_file.hpp"
+#include "dev/table_merge.hpp"
 #include "random_support.hpp"
 #include "tuning/tuning_table.hpp"
 

@@ -33,6 +33,7 @@
 #include "common/tables.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "dev/table_merge.hpp"
 #include "core/embedded_file.hpp"
 #include "jit/jit.hpp"
 #include "kernels/registry.hpp"

@@ -13,6 +13,7 @@
 #include "common/cli.hpp"
 #include "common/table.hpp"
 #include "core/error.hpp"
+#include "dev/cache_admin.hpp"
 
 namespace fs = std::filesystem;
 using namespace sagejit;
@@ -50,14 +51,14 @@ CodeCache open_cache(const Options& options) {
 // The user dir must be usable for commands that change it; say why not, naming the dir.
 fs::path require_user_dir(const CodeCache& cache) {
   if (const auto dir = cache.active_user_dir()) return *dir;
-  const CacheStats stats = cache.stat();
+  const CacheStats stats = cache_stat(cache);
   fail(ErrorCode::cache_error, "user cache {} is not usable: {}",
        stats.user_dir ? stats.user_dir->string() : std::string("(none)"), stats.user_dir_problem);
 }
 
 int stat_command(const Options& options) {
   CodeCache cache = open_cache(options);
-  const CacheStats stats = cache.stat();
+  const CacheStats stats = cache_stat(cache);
   cache_stats_table(stats).print();
   if (stats.temp_files) fmt::print("{} temp file(s) left by interrupted writers (removed by verify --fix or prune)\n", stats.temp_files);
   return exit_ok;
@@ -65,7 +66,7 @@ int stat_command(const Options& options) {
 
 int list_command(const Options& options) {
   CodeCache cache = open_cache(options);
-  const auto entries = cache.list();
+  const auto entries = cache_list(cache);
   SummaryTable table({{"where"}, {"kernel"}, {"config"}, {"target"}, {"compiler"},
                       {"size", SummaryTable::Align::right}, {"compile ms", SummaryTable::Align::right}, {"used (UTC)"},
                       {"state"}});
@@ -88,7 +89,7 @@ int list_command(const Options& options) {
 int verify_command(const Options& options) {
   CodeCache cache = open_cache(options);
   if (options.fix) require_user_dir(cache);
-  const VerifyReport report = cache.verify(options.fix);
+  const VerifyReport report = cache_verify(cache, options.fix);
   for (const CacheEntryInfo& bad : report.bad)
     fmt::print("BAD {} entry {}: {}{}\n", bad.system ? "system" : "user", bad.path.string(), bad.problem,
                options.fix && !bad.system ? " (removed; rebuilt on next use)" : "");
@@ -110,7 +111,7 @@ int prune_command(const Options& options) {
   const std::uint64_t max_bytes = parse_byte_size(options.max_size, "--max-size");
   CodeCache cache = open_cache(options);
   require_user_dir(cache);
-  const PruneReport report = cache.prune(max_bytes);
+  const PruneReport report = cache_prune(cache, max_bytes);
   fmt::print("pruned {} entries ({}), {} temp file(s); {} remain\n", report.removed, human_bytes(report.freed_bytes),
              report.temp_removed, human_bytes(report.remaining_bytes));
   return exit_ok;
@@ -119,7 +120,7 @@ int prune_command(const Options& options) {
 int clear_command(const Options& options) {
   CodeCache cache = open_cache(options);
   const fs::path dir = require_user_dir(cache);
-  const std::size_t removed = cache.clear();
+  const std::size_t removed = cache_clear(cache);
   fmt::print("removed {} file(s) from {}\n", removed, dir.string());
   return exit_ok;
 }

@@ -13,6 +13,7 @@
 #include "core/build_report.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
+#include "dev/cache_admin.hpp"
 #include "device/device.hpp"
 #include "kernels/registry.hpp"
 
@@ -92,7 +93,7 @@ void print_caches() {
   section("Code-object caches");
   try {
     CodeCache cache(CodeCacheSettings::from_environment());
-    const CacheStats stats = cache.stat();
+    const CacheStats stats = cache_stat(cache);
     cache_stats_table(stats).print();
   } catch (const Error& error) {
     fmt::print("cache settings are invalid: {}\n", error.what());

@@ -26,7 +26,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "jit/jit.hpp"
-#include "numerics/workspace_compare.hpp"
+#include "dev/numerics/workspace_compare.hpp"
 
 using namespace sagejit;
 using namespace sagejit::tools;

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "numerics/random_fill.hpp"
+#include "dev/numerics/random_fill.hpp"
 
 namespace sagejit::tools {
 

@@ -11,10 +11,10 @@
 
 #include "api/device_support.hpp"
 #include "plan/attention_plan.hpp"
-#include "common/device_buffer.hpp"
+#include "dev/device_buffer.hpp"
 #include "common/shape.hpp"
-#include "numerics/emulator.hpp"
-#include "numerics/host_tensor.hpp"
+#include "dev/numerics/emulator.hpp"
+#include "dev/numerics/host_tensor.hpp"
 
 namespace sagejit::tools {
 

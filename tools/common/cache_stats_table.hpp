@@ -1,7 +1,7 @@
 #pragma once
 // The table of the user and system code-object caches (directory, state, entries, size, cap), as
 // `sagejit-cache stat` and sagejit-info both print it.
-#include "cache/code_cache.hpp"
+#include "dev/cache_admin.hpp"
 #include "common/table.hpp"
 
 namespace sagejit::tools {

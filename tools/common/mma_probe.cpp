@@ -9,7 +9,7 @@
 #include "arch/mma_sm80.h"
 #include "common/e4m3.h"
 #include "common/compile_job.hpp"
-#include "common/device_buffer.hpp"
+#include "dev/device_buffer.hpp"
 #include "jit/jit.hpp"
 #include "core/error.hpp"
 #include "kernels/registry.hpp"

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "numerics/reference.hpp"
+#include "dev/numerics/reference.hpp"
 
 namespace sagejit::tools {
 

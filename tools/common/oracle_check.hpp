@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "numerics/emulator.hpp"
-#include "numerics/host_tensor.hpp"
-#include "numerics/metrics.hpp"
+#include "dev/numerics/emulator.hpp"
+#include "dev/numerics/host_tensor.hpp"
+#include "dev/numerics/metrics.hpp"
 
 namespace sagejit::tools {
 

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sagejit/version.h"
+
 #if defined(_WIN32)
 #define SAGEJIT_C_API
 #else
@@ -102,7 +104,7 @@ SAGEJIT_C_API const char* sagejit_last_error(void);
 /* Name of a status code ("invalid argument", ...). */
 SAGEJIT_C_API const char* sagejit_status_string(sagejit_status status);
 
-/* "0.1.0" */
+/* "0.1.0": the library loaded at run time (SAGEJIT_VERSION_STRING is the headers'). */
 SAGEJIT_C_API const char* sagejit_version(void);
 
 #ifdef __cplusplus

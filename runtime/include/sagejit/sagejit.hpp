@@ -4,7 +4,11 @@
 //
 //   sagejit::TensorView q{q_ptr, sagejit::DType::bf16, {B, H, N, D}, sagejit::contiguous_strides({B, H, N, D})};
 //   ... k, v, out likewise (out has q's shape) ...
-//   sagejit::attention(q, k, v, out, {.causal = true}, stream);
+//   sagejit::AttentionOptions options;
+//   options.causal = true;
+//   sagejit::attention(q, k, v, out, options, stream);
+//
+// The public headers are C++17 (the exported target requires cxx_std_17); the library is C++20.
 //
 // Every function validates its arguments before anything is launched and throws sagejit::Error
 // (<sagejit/error.hpp>) whose message names the argument at fault and the accepted values.
@@ -17,6 +21,7 @@
 #include "sagejit/error.hpp"
 #include "sagejit/export.hpp"
 #include "sagejit/types.hpp"
+#include "sagejit/version.h"
 
 namespace sagejit {
 
@@ -80,7 +85,7 @@ SAGEJIT_API std::size_t workspace_bytes_held();
 // Archs that have attention kernels and tuning tables ("gfx1200", "gfx1201", "sm_89", "sm_90").
 SAGEJIT_API std::vector<std::string> supported_archs();
 
-// "0.1.0"
+// "0.1.0": the library loaded at run time (SAGEJIT_VERSION_STRING, <sagejit/version.h>, is the headers').
 SAGEJIT_API std::string_view version() noexcept;
 
 }  // namespace sagejit

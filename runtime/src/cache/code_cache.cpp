@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "cache/cache_dir.hpp"
 #include "cache/cache_location.hpp"
 #include "cache/entry_io.hpp"
 #include "cache/file_lock.hpp"
@@ -21,42 +22,9 @@ namespace sagejit {
 namespace fs = std::filesystem;
 namespace {
 
-// A temp file older than this belongs to a writer that died (a live publish takes milliseconds).
-constexpr std::int64_t stale_temp_seconds = 3600;
-
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
 }
-
-struct DirFile {
-  fs::path path;
-  std::uint64_t size = 0;
-  std::int64_t mtime_unix = 0;
-};
-
-struct DirListing {
-  std::vector<DirFile> entries;  // *.sjco
-  std::vector<DirFile> temps;    // tmp-*
-};
-
-// Lists entries and temp files without following symlinks; a file vanishing meanwhile is skipped.
-DirListing scan(const fs::path& dir) {
-  DirListing listing;
-  std::error_code error;
-  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    const bool is_entry = name.ends_with(entry_suffix);
-    const bool is_temp = name.starts_with(temp_file_prefix);
-    if (!is_entry && !is_temp) continue;
-    struct stat info {};
-    if (::lstat(it->path().c_str(), &info) != 0) continue;
-    DirFile file{it->path(), static_cast<std::uint64_t>(info.st_size), static_cast<std::int64_t>(info.st_mtime)};
-    (is_entry ? listing.entries : listing.temps).push_back(std::move(file));
-  }
-  return listing;
-}
-
-bool remove_file(const fs::path& path) { return ::unlink(path.c_str()) == 0 || errno == ENOENT; }
 
 }  // namespace
 
@@ -187,7 +155,7 @@ CodeObject CodeCache::read_entry(const fs::path& path, const CacheKey& key, bool
     log::warn("code-object cache: ignoring system entry {}: {}", path.string(), problem);
   } else {
     log::warn("code-object cache: removing bad entry {}: {}; it will be rebuilt", path.string(), problem);
-    remove_file(path);
+    remove_cache_file(path);
   }
   return nullptr;
 }
@@ -202,7 +170,7 @@ void CodeCache::publish(const fs::path& dir, const CacheKey& key, const EntryLab
     return;
   }
   if (settings_.max_bytes > 0) {
-    const PruneReport report = prune_dir(dir, settings_.max_bytes);
+    const PruneReport report = prune_cache_dir(dir, settings_.max_bytes);
     if (report.removed > 0)
       log::info("code-object cache: pruned {} old entries ({} bytes) to stay under {} bytes", report.removed,
                 report.freed_bytes, settings_.max_bytes);
@@ -278,131 +246,28 @@ void CodeCache::evict(const CacheKey& key, const EntryLabel& label) {
     std::lock_guard lock(slot->mutex);
     slot->code.reset();
   }
-  if (const auto dir = user_dir()) remove_file(*dir / entry_file_name(key, label));
+  if (const auto dir = user_dir()) remove_cache_file(*dir / entry_file_name(key, label));
 }
 
-PruneReport CodeCache::prune_dir(const fs::path& dir, std::uint64_t max_bytes) const {
-  PruneReport report;
-  DirListing listing = scan(dir);
-  const auto now = static_cast<std::int64_t>(std::time(nullptr));
-  for (const auto& temp : listing.temps)
-    if (now - temp.mtime_unix > stale_temp_seconds && remove_file(temp.path)) ++report.temp_removed;
-  std::uint64_t total = 0;
-  for (const auto& entry : listing.entries) total += entry.size;
-  // Oldest first; ties broken by name so concurrent pruners agree.
-  std::sort(listing.entries.begin(), listing.entries.end(), [](const DirFile& a, const DirFile& b) {
-    return a.mtime_unix != b.mtime_unix ? a.mtime_unix < b.mtime_unix : a.path < b.path;
-  });
-  for (const auto& entry : listing.entries) {
-    if (total <= max_bytes) break;
-    if (remove_file(entry.path)) {
-      ++report.removed;
-      report.freed_bytes += entry.size;
-    }
-    total -= entry.size;
-  }
-  report.remaining_bytes = total;
-  return report;
+std::optional<fs::path> CodeCache::active_system_dir() const { return system_dir(); }
+
+std::string CodeCache::user_dir_problem() const {
+  if (user_dir()) return {};
+  if (!settings_.user_dir) return "disabled (SAGEJIT_DISABLE_CACHE or no HOME)";
+  std::lock_guard lock(problem_mutex_);
+  return user_dir_problem_;
 }
 
-CacheStats CodeCache::stat() const {
-  CacheStats stats;
-  stats.disk_enabled = settings_.user_dir.has_value() || settings_.system_dir.has_value();
-  stats.max_bytes = settings_.max_bytes;
-  stats.user_dir = settings_.user_dir;
-  stats.system_dir = settings_.system_dir;
-  if (const auto dir = user_dir()) {
-    const DirListing listing = scan(*dir);
-    stats.user_entries = listing.entries.size();
-    for (const auto& entry : listing.entries) stats.user_bytes += entry.size;
-    stats.temp_files = listing.temps.size();
-  } else if (settings_.user_dir) {
-    std::lock_guard lock(problem_mutex_);
-    stats.user_dir_problem = user_dir_problem_;
-  } else {
-    stats.user_dir_problem = "disabled (SAGEJIT_DISABLE_CACHE or no HOME)";
-  }
-  if (const auto dir = system_dir()) {
-    const DirListing listing = scan(*dir);
-    stats.system_entries = listing.entries.size();
-    for (const auto& entry : listing.entries) stats.system_bytes += entry.size;
-  } else {
-    stats.system_dir_problem = settings_.system_dir ? system_dir_problem_ : "disabled";
-  }
-  {
-    std::lock_guard lock(slots_mutex_);
-    for (const auto& [key, slot] : slots_) stats.memory_entries += slot->code ? 1 : 0;
-  }
-  return stats;
+std::string CodeCache::system_dir_problem() const {
+  if (system_dir()) return {};
+  return settings_.system_dir ? system_dir_problem_ : "disabled";
 }
 
-std::vector<CacheEntryInfo> CodeCache::list() const {
-  std::vector<CacheEntryInfo> out;
-  auto add = [&](const fs::path& dir, bool system) {
-    std::vector<CacheEntryInfo> part;
-    for (const auto& file : scan(dir).entries) {
-      CacheEntryInfo info;
-      info.path = file.path;
-      info.system = system;
-      info.size = file.size;
-      info.mtime_unix = file.mtime_unix;
-      const auto key = key_of_entry_file_name(file.path.filename().string());
-      const ReadResult read = read_trusted_file(file.path, system ? TrustedOwners::self_or_root : TrustedOwners::self);
-      if (!key) {
-        info.problem = "file name does not end in -<32 hex digit key>.sjco";
-      } else if (!read.bytes) {
-        info.problem = read.missing ? "removed while listing" : read.problem;
-      } else {
-        EntryCheck check = decode_entry(*read.bytes, key);
-        info.valid = check.entry.has_value();
-        info.problem = std::move(check.problem);
-        if (check.entry) info.label = std::move(check.entry->label);
-      }
-      part.push_back(std::move(info));
-    }
-    std::sort(part.begin(), part.end(), [](const auto& a, const auto& b) {
-      return a.mtime_unix != b.mtime_unix ? a.mtime_unix > b.mtime_unix : a.path < b.path;
-    });
-    out.insert(out.end(), part.begin(), part.end());
-  };
-  if (const auto dir = user_dir()) add(*dir, false);
-  if (const auto dir = system_dir()) add(*dir, true);
-  return out;
-}
-
-VerifyReport CodeCache::verify(bool fix) {
-  VerifyReport report;
-  for (auto& entry : list()) {
-    ++report.checked;
-    if (entry.valid) continue;
-    if (fix && !entry.system && remove_file(entry.path)) ++report.removed;
-    report.bad.push_back(std::move(entry));
-  }
-  if (const auto dir = user_dir(); fix && dir) {
-    const auto now = static_cast<std::int64_t>(std::time(nullptr));
-    for (const auto& temp : scan(*dir).temps)
-      if (now - temp.mtime_unix > stale_temp_seconds && remove_file(temp.path)) ++report.removed;
-  }
-  return report;
-}
-
-PruneReport CodeCache::prune(std::uint64_t max_bytes) {
-  const auto dir = user_dir();
-  if (!dir) return {};
-  return prune_dir(*dir, max_bytes);
-}
-
-std::size_t CodeCache::clear() {
-  const auto dir = user_dir();
-  if (!dir) return 0;
-  std::size_t removed = 0;
-  const DirListing listing = scan(*dir);
-  for (const auto* files : {&listing.entries, &listing.temps})
-    for (const auto& file : *files) removed += remove_file(file.path) ? 1 : 0;
-  std::error_code error;
-  for (fs::directory_iterator it(*dir / "locks", error), end; !error && it != end; it.increment(error))
-    if (it->path().extension() == ".lock") remove_file(it->path());
-  return removed;
+std::size_t CodeCache::memory_entries() const {
+  std::lock_guard lock(slots_mutex_);
+  std::size_t count = 0;
+  for (const auto& [key, slot] : slots_) count += slot->code ? 1 : 0;
+  return count;
 }
 
 }  // namespace sagejit

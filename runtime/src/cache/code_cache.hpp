@@ -53,44 +53,6 @@ struct CacheLookup {
   double ms = 0;  // time spent in get_or_compile, compile included
 };
 
-struct CacheEntryInfo {
-  std::filesystem::path path;
-  bool system = false;  // in the read-only system dir
-  std::uint64_t size = 0;
-  std::int64_t mtime_unix = 0;
-  bool valid = false;
-  std::string problem;  // why not valid
-  EntryLabel label;     // from the entry's metadata when valid
-};
-
-struct CacheStats {
-  bool disk_enabled = false;
-  std::optional<std::filesystem::path> user_dir;
-  std::string user_dir_problem;  // empty when the user dir is in use
-  std::optional<std::filesystem::path> system_dir;
-  std::string system_dir_problem;  // empty when the system dir is searched
-  std::size_t user_entries = 0;
-  std::uint64_t user_bytes = 0;
-  std::size_t system_entries = 0;
-  std::uint64_t system_bytes = 0;
-  std::size_t temp_files = 0;  // left by writers that died mid-publish (removed by prune/verify --fix)
-  std::uint64_t max_bytes = 0;
-  std::size_t memory_entries = 0;
-};
-
-struct VerifyReport {
-  std::size_t checked = 0;
-  std::vector<CacheEntryInfo> bad;  // invalid entries (user and system)
-  std::size_t removed = 0;          // with fix: bad user entries and stale temp files removed
-};
-
-struct PruneReport {
-  std::size_t removed = 0;
-  std::uint64_t freed_bytes = 0;
-  std::uint64_t remaining_bytes = 0;
-  std::size_t temp_removed = 0;
-};
-
 class CodeCache {
  public:
   explicit CodeCache(CodeCacheSettings settings);
@@ -113,15 +75,15 @@ class CodeCache {
   // Forgets `key` in memory and removes its user-dir entry: for a code object the runtime rejected.
   void evict(const CacheKey& key, const EntryLabel& label);
 
-  // For the sagejit-cache tool.
-  CacheStats stat() const;
-  std::vector<CacheEntryInfo> list() const;  // user then system entries, newest first
-  VerifyReport verify(bool fix);
-  PruneReport prune(std::uint64_t max_bytes);  // LRU by mtime (a hit touches its entry); 0 = remove all
-  std::size_t clear();                         // removes every user-dir entry, temp and lock file
-
   // The user dir when it is in use (created, trusted, writable), else nullopt (memory-only).
   std::optional<std::filesystem::path> active_user_dir() const;
+  // The system dir when it is searched (exists, trusted), else nullopt.
+  std::optional<std::filesystem::path> active_system_dir() const;
+  // Why a configured dir is not in use ("" when it is); for the cache admin verbs (dev/cache_admin.hpp).
+  std::string user_dir_problem() const;
+  std::string system_dir_problem() const;
+  // Code objects held in memory.
+  std::size_t memory_entries() const;
   const CodeCacheSettings& settings() const { return settings_; }
 
  private:
@@ -136,7 +98,6 @@ class CodeCache {
   CodeObject read_entry(const std::filesystem::path& path, const CacheKey& key, bool system, bool remove_bad) const;
   void publish(const std::filesystem::path& dir, const CacheKey& key, const EntryLabel& label,
                const std::vector<std::byte>& code);
-  PruneReport prune_dir(const std::filesystem::path& dir, std::uint64_t max_bytes) const;
 
   CodeCacheSettings settings_;
   mutable std::mutex slots_mutex_;

@@ -14,7 +14,6 @@
 #include "tuning/miss_record.hpp"
 #include "tuning/problem_key.hpp"
 #include "tuning/table_file.hpp"
-#include "tuning/table_merge.hpp"
 
 namespace sagejit {
 

@@ -1,11 +1,11 @@
-#include "numerics/reference.hpp"
+#include "dev/numerics/reference.hpp"
 
 #include <algorithm>
 #include <cstring>
 
 #include "core/error.hpp"
-#include "numerics/emulator.hpp"
-#include "numerics/parallel.hpp"
+#include "dev/numerics/emulator.hpp"
+#include "dev/numerics/parallel.hpp"
 
 namespace sagejit::numerics {
 

@@ -1,4 +1,4 @@
-#include "numerics/random_fill.hpp"
+#include "dev/numerics/random_fill.hpp"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "numerics/metrics.hpp"
+#include "dev/numerics/metrics.hpp"
 
 #include <algorithm>
 #include <cmath>

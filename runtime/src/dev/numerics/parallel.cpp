@@ -1,4 +1,4 @@
-#include "numerics/parallel.hpp"
+#include "dev/numerics/parallel.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,4 +1,4 @@
-#include "tuning/table_merge.hpp"
+#include "dev/table_merge.hpp"
 
 #include <unistd.h>
 

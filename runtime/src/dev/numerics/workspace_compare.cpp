@@ -1,4 +1,4 @@
-#include "numerics/workspace_compare.hpp"
+#include "dev/numerics/workspace_compare.hpp"
 
 #include <bit>
 #include <vector>

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "numerics/emulator.hpp"
+#include "dev/numerics/emulator.hpp"
 
 namespace sagejit::numerics {
 

@@ -1,7 +1,7 @@
-#include "numerics/host_tensor.hpp"
+#include "dev/numerics/host_tensor.hpp"
 
 #include "core/error.hpp"
-#include "numerics/conversions.hpp"
+#include "dev/numerics/conversions.hpp"
 
 namespace sagejit::numerics {
 

@@ -1,9 +1,9 @@
-#include "common/device_buffer.hpp"
+#include "dev/device_buffer.hpp"
 
-namespace sagejit::tools {
+namespace sagejit {
 
 DeviceBuffer::DeviceBuffer(Device& device, int ordinal, std::size_t bytes)
-    : device_(&device), ordinal_(ordinal), pointer_(device.allocate(ordinal, bytes)), bytes_(bytes) {}
+    : device_(&device), ordinal_(ordinal), pointer_(device.allocate(ordinal, bytes == 0 ? 1 : bytes)), bytes_(bytes) {}
 
 DeviceBuffer::~DeviceBuffer() {
   if (pointer_ != nullptr) device_->free(ordinal_, pointer_);
@@ -19,4 +19,4 @@ void DeviceBuffer::upload(const void* host, std::size_t bytes) { device_->copy_t
 
 void DeviceBuffer::download(void* host, std::size_t bytes) const { device_->copy_to_host(ordinal_, host, pointer_, bytes); }
 
-}  // namespace sagejit::tools
+}  // namespace sagejit

@@ -1,13 +1,13 @@
 #pragma once
-// Device memory with RAII for the GPU tools (selftest, autotune).
+// Device memory with RAII, for the tools, tests and benchmarks (a host application brings its own
+// allocator; the runtime only ever sees pointers). Zero bytes still allocate one, so every buffer
+// has a distinct, valid pointer.
 #include <cstddef>
-#include <memory>
-#include <span>
 #include <vector>
 
 #include "device/device.hpp"
 
-namespace sagejit::tools {
+namespace sagejit {
 
 class DeviceBuffer {
  public:
@@ -16,6 +16,7 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&&) = delete;
 
   void* get() const { return pointer_; }
   std::size_t bytes() const { return bytes_; }
@@ -37,4 +38,4 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
-}  // namespace sagejit::tools
+}  // namespace sagejit

@@ -1,0 +1,23 @@
+# cmake -DSOURCE_DIR=<runtime/src> -P check_dev_layering_script.cmake
+# Fails when a file under runtime/src outside dev/ includes a dev/ header: the dev library (tools,
+# tests, benchmarks) sits above the runtime, and libsagejit.so must not need it.
+if(NOT SOURCE_DIR)
+  message(FATAL_ERROR "usage: cmake -DSOURCE_DIR=... -P check_dev_layering_script.cmake")
+endif()
+file(GLOB_RECURSE files ${SOURCE_DIR}/*.cpp ${SOURCE_DIR}/*.hpp ${SOURCE_DIR}/*.h ${SOURCE_DIR}/*.in)
+set(bad "")
+foreach(file IN LISTS files)
+  file(RELATIVE_PATH relative ${SOURCE_DIR} ${file})
+  if(relative MATCHES "^dev/")
+    continue()
+  endif()
+  file(STRINGS ${file} includes REGEX "^[ \t]*#[ \t]*include[ \t]*[\"<]dev/")
+  foreach(line IN LISTS includes)
+    list(APPEND bad "${relative}: ${line}")
+  endforeach()
+endforeach()
+if(bad)
+  list(JOIN bad "\n  " text)
+  message(FATAL_ERROR "runtime/src includes the dev library outside dev/:\n  ${text}")
+endif()
+message(STATUS "no file under runtime/src outside dev/ includes dev/ (${SOURCE_DIR})")
