@@ -15,12 +15,12 @@
 #include "build_info.hpp"
 #include "compiler/compile_diagnostics.hpp"
 #include "compiler/compiler.hpp"
-#include "compiler/private_temp_dir.hpp"
-#include "compiler/subprocess.hpp"
-#include "core/target.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/target.hpp"
+#include "platform/private_temp_dir.hpp"
+#include "platform/subprocess.hpp"
 
 namespace sagejit {
 namespace {

@@ -11,9 +11,9 @@
 #include "core/target.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "device/dynlib.hpp"
-#include "device/library_loader.hpp"
-#include "device/toolkit_dirs.hpp"
+#include "platform/dynlib.hpp"
+#include "platform/library_loader.hpp"
+#include "platform/toolkit_dirs.hpp"
 
 namespace sagejit {
 namespace {

@@ -13,8 +13,8 @@
 #include "core/log.hpp"
 #include "device/cuda_api.hpp"
 #include "device/device.hpp"
-#include "device/dynlib.hpp"
-#include "device/library_loader.hpp"
+#include "platform/dynlib.hpp"
+#include "platform/library_loader.hpp"
 
 namespace sagejit {
 namespace {

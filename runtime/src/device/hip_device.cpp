@@ -13,10 +13,10 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "device/device.hpp"
-#include "device/dynlib.hpp"
-#include "device/library_loader.hpp"
+#include "platform/dynlib.hpp"
+#include "platform/library_loader.hpp"
 #include "device/hip_api.hpp"
-#include "device/toolkit_dirs.hpp"
+#include "platform/toolkit_dirs.hpp"
 
 namespace sagejit {
 namespace {
