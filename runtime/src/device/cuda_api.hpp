@@ -5,6 +5,7 @@
 // cuMemcpyHtoD_v2); the plain stream functions (not *_ptsz) use the legacy default stream for a
 // null stream, as the Device interface documents.
 #include <cstddef>
+#include <type_traits>
 
 #include "device/driver_api.hpp"
 
@@ -27,21 +28,25 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0;
 
+// X(symbol, signature)
+#define SAGEJIT_CUDA_ONLY_CALLS(X)                                                                         \
+  X(cuGetErrorName, Result(Result error, const char** name))                                              \
+  X(cuGetErrorString, Result(Result error, const char** text))                                            \
+  X(cuDeviceGet, Result(CUdevice* device, int ordinal))                                                   \
+  X(cuDevicePrimaryCtxRetain, Result(CUcontext* context, CUdevice device))                                \
+  X(cuCtxGetCurrent, Result(CUcontext* context))                                                          \
+  X(cuCtxSetCurrent, Result(CUcontext context))                                                           \
+  X(cuCtxGetDevice, Result(CUdevice* device))                                                             \
+  X(cuFuncSetAttribute, Result(driver_api::Function function, int attribute, int value))                  \
+  X(cuMemcpyHtoD_v2, Result(CUdeviceptr dst, const void* src, std::size_t bytes))                         \
+  X(cuMemcpyDtoH_v2, Result(void* dst, CUdeviceptr src, std::size_t bytes))                               \
+  X(cuMemsetD8Async, Result(CUdeviceptr dst, unsigned char value, std::size_t count, driver_api::Stream stream)) \
+  X(cuEventCreate, Result(driver_api::Event* event, unsigned flags))
+
+#define SAGEJIT_CUDA_MEMBER(symbol, signature) std::add_pointer_t<signature> symbol = nullptr;
+
 struct Functions {
-  Result (*cuGetErrorName)(Result error, const char** name) = nullptr;
-  Result (*cuGetErrorString)(Result error, const char** text) = nullptr;
-  Result (*cuDeviceGet)(CUdevice* device, int ordinal) = nullptr;
-  Result (*cuDevicePrimaryCtxRetain)(CUcontext* context, CUdevice device) = nullptr;
-  Result (*cuCtxGetCurrent)(CUcontext* context) = nullptr;
-  Result (*cuCtxSetCurrent)(CUcontext context) = nullptr;
-  Result (*cuCtxGetDevice)(CUdevice* device) = nullptr;
-  Result (*cuFuncSetAttribute)(driver_api::Function function, int attribute, int value) = nullptr;
-  Result (*cuMemcpyHtoD_v2)(CUdeviceptr dst, const void* src, std::size_t bytes) = nullptr;
-  Result (*cuMemcpyDtoH_v2)(void* dst, CUdeviceptr src, std::size_t bytes) = nullptr;
-  Result (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, std::size_t count, driver_api::Stream stream) = nullptr;
-  Result (*cuEventCreate)(driver_api::Event* event, unsigned flags) = nullptr;
-  // cuEventElapsedTime_v2 (CUDA >= 12.8) or the original cuEventElapsedTime; same signature.
-  Result (*cuEventElapsedTime)(float* milliseconds, driver_api::Event start, driver_api::Event stop) = nullptr;
+  SAGEJIT_CUDA_ONLY_CALLS(SAGEJIT_CUDA_MEMBER)
 };
 
 }  // namespace sagejit::cuda_api

@@ -25,20 +25,9 @@ class CudaDriver final : public DriverVendor {
       : DriverVendor(library, {Vendor::nvidia, "CUDA", "CUDA driver", "the CUDA driver"}, driver_api::kCudaNames,
                      {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
                       CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, CU_DEVICE_ATTRIBUTE_WARP_SIZE}) {
-    library.resolve(cuda_.cuGetErrorName, "cuGetErrorName");
-    library.resolve(cuda_.cuGetErrorString, "cuGetErrorString");
-    library.resolve(cuda_.cuDeviceGet, "cuDeviceGet");
-    library.resolve(cuda_.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    library.resolve(cuda_.cuCtxGetCurrent, "cuCtxGetCurrent");
-    library.resolve(cuda_.cuCtxSetCurrent, "cuCtxSetCurrent");
-    library.resolve(cuda_.cuCtxGetDevice, "cuCtxGetDevice");
-    library.resolve(cuda_.cuFuncSetAttribute, "cuFuncSetAttribute");
-    library.resolve(cuda_.cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2");
-    library.resolve(cuda_.cuMemcpyDtoH_v2, "cuMemcpyDtoH_v2");
-    library.resolve(cuda_.cuMemsetD8Async, "cuMemsetD8Async");
-    library.resolve(cuda_.cuEventCreate, "cuEventCreate");
-    library.resolve_optional(cuda_.cuEventElapsedTime, "cuEventElapsedTime_v2");
-    if (cuda_.cuEventElapsedTime == nullptr) library.resolve(cuda_.cuEventElapsedTime, "cuEventElapsedTime");
+#define SAGEJIT_CUDA_RESOLVE(symbol, signature) library.resolve(cuda_.symbol, #symbol);
+    SAGEJIT_CUDA_ONLY_CALLS(SAGEJIT_CUDA_RESOLVE)
+#undef SAGEJIT_CUDA_RESOLVE
   }
 
   std::string error_name(driver_api::Result result) const override {
@@ -121,12 +110,6 @@ class CudaDriver final : public DriverVendor {
     driver_api::Event event = nullptr;
     check(cuda_.cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate");
     return event;
-  }
-
-  float elapsed_ms(driver_api::Event start, driver_api::Event stop) const override {
-    float milliseconds = 0.0f;
-    check(cuda_.cuEventElapsedTime(&milliseconds, start, stop), "cuEventElapsedTime");
-    return milliseconds;
   }
 
  private:

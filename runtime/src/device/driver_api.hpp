@@ -2,8 +2,7 @@
 // The entry points the CUDA driver API (libcuda) and the HIP module API (libamdhip64) have in
 // common, restated so the build needs neither toolkit's headers. HIP's module API mirrors the
 // driver API call for call, so one table lists each call once with both vendors' symbol names;
-// what only one vendor has, or resolves differently (CUDA's
-// cuEventElapsedTime_v2), is in cuda_api.hpp / hip_api.hpp.
+// what only one vendor has is in cuda_api.hpp / hip_api.hpp.
 //
 // Types are the vendors' own where they agree (results and device handles are int). Module,
 // function, stream and event handles are pointers to opaque structs in both (CUmodule, hipModule_t,
@@ -43,7 +42,8 @@ inline constexpr Result kSuccess = 0;  // CUDA_SUCCESS / hipSuccess
   X(stream_synchronize, "cuStreamSynchronize", "hipStreamSynchronize", Result(Stream stream))                      \
   X(event_destroy, "cuEventDestroy_v2", "hipEventDestroy", Result(Event event))                                    \
   X(event_record, "cuEventRecord", "hipEventRecord", Result(Event event, Stream stream))                            \
-  X(event_synchronize, "cuEventSynchronize", "hipEventSynchronize", Result(Event event))
+  X(event_synchronize, "cuEventSynchronize", "hipEventSynchronize", Result(Event event))                           \
+  X(event_elapsed_time, "cuEventElapsedTime", "hipEventElapsedTime", Result(float* milliseconds, Event start, Event stop))
 
 #define SAGEJIT_DRIVER_MEMBER(member, cuda, hip, signature) std::add_pointer_t<signature> member = nullptr;
 #define SAGEJIT_DRIVER_NAME(member, cuda, hip, signature) const char* member;
@@ -58,6 +58,14 @@ struct Functions {
 struct Names {
   SAGEJIT_DRIVER_CALLS(SAGEJIT_DRIVER_NAME)
 };
+
+// Newer versions of a call with the same signature, used instead when the library exports them:
+// cuEventElapsedTime_v2 (CUDA >= 12.8). Errors keep naming the call as listed above.
+struct NewerSymbol {
+  const char* name;
+  const char* newer;
+};
+inline constexpr NewerSymbol kNewerSymbols[] = {{"cuEventElapsedTime", "cuEventElapsedTime_v2"}};
 
 inline constexpr Names kCudaNames{SAGEJIT_DRIVER_CALLS(SAGEJIT_DRIVER_CUDA_NAME)};
 inline constexpr Names kHipNames{SAGEJIT_DRIVER_CALLS(SAGEJIT_DRIVER_HIP_NAME)};

@@ -172,7 +172,9 @@ class DriverDevice final : public Device {
   float elapsed_ms(int ordinal, void* start, void* stop) override {
     const Scope scope(*this, ordinal);
     check(api_.event_synchronize(stop), names_.event_synchronize);
-    return vendor_->elapsed_ms(start, stop);
+    float milliseconds = 0.0f;
+    check(api_.event_elapsed_time(&milliseconds, start, stop), names_.event_elapsed_time);
+    return milliseconds;
   }
 
   const DriverVendor& driver() const noexcept { return *vendor_; }

@@ -1,5 +1,7 @@
 #include "device/driver_vendor.hpp"
 
+#include <string_view>
+
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -7,7 +9,14 @@
 namespace sagejit {
 namespace {
 
-#define SAGEJIT_DRIVER_RESOLVE(member, cuda, hip, signature) library.resolve(api.member, names.member);
+template <typename Function>
+void resolve_newest(const DynamicLibrary& library, Function*& target, const char* name) {
+  for (const auto& newer : driver_api::kNewerSymbols)
+    if (std::string_view(newer.name) == name) library.resolve_optional(target, newer.newer);
+  if (target == nullptr) library.resolve(target, name);
+}
+
+#define SAGEJIT_DRIVER_RESOLVE(member, cuda, hip, signature) resolve_newest(library, api.member, names.member);
 
 driver_api::Functions resolve_common(const DynamicLibrary& library, const driver_api::Names& names) {
   driver_api::Functions api;

@@ -1,7 +1,7 @@
 #pragma once
 // What one GPU vendor's driver-level API does differently, behind the one Device implementation
 // (driver_device.cpp): error naming, how a device is made current for a call, how the target is
-// read, and the few calls whose signatures differ (copies, memset, event creation and timing). Implemented by
+// read, and the few calls whose signatures differ (copies, memset, event creation). Implemented by
 // cuda_driver.cpp (CUDA driver API) and hip_driver.cpp (HIP module API).
 #include <memory>
 #include <string>
@@ -73,7 +73,6 @@ class DriverVendor {
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) const = 0;
   virtual void memset(void* dst, int value, std::size_t bytes, driver_api::Stream stream) const = 0;
   virtual driver_api::Event create_event() const = 0;
-  virtual float elapsed_ms(driver_api::Event start, driver_api::Event stop) const = 0;
 
  private:
   DriverLabels labels_;

@@ -45,7 +45,6 @@ struct Functions {
   Result (*hipMemcpy)(void* dst, const void* src, std::size_t bytes, int kind) = nullptr;
   Result (*hipMemsetAsync)(void* dst, int value, std::size_t bytes, driver_api::Stream stream) = nullptr;
   Result (*hipEventCreate)(driver_api::Event* event) = nullptr;
-  Result (*hipEventElapsedTime)(float* milliseconds, driver_api::Event start, driver_api::Event stop) = nullptr;
 };
 
 }  // namespace sagejit::hip_api

@@ -34,7 +34,6 @@ class HipRuntime final : public DriverVendor {
     library.resolve(hip_.hipMemcpy, "hipMemcpy");
     library.resolve(hip_.hipMemsetAsync, "hipMemsetAsync");
     library.resolve(hip_.hipEventCreate, "hipEventCreate");
-    library.resolve(hip_.hipEventElapsedTime, "hipEventElapsedTime");
   }
 
   std::string error_name(driver_api::Result result) const override {
@@ -99,12 +98,6 @@ class HipRuntime final : public DriverVendor {
     driver_api::Event event = nullptr;
     check(hip_.hipEventCreate(&event), "hipEventCreate");
     return event;
-  }
-
-  float elapsed_ms(driver_api::Event start, driver_api::Event stop) const override {
-    float milliseconds = 0.0f;
-    check(hip_.hipEventElapsedTime(&milliseconds, start, stop), "hipEventElapsedTime");
-    return milliseconds;
   }
 
  private:
