@@ -119,13 +119,7 @@ class DriverDevice final : public Device {
 
   void free(int ordinal, void* pointer) noexcept override {
     if (pointer == nullptr) return;
-    try {
-      const Scope scope(*this, ordinal);
-      const Result result = api_.mem_free(pointer);
-      if (result != kSuccess) log::warn("{} failed: {}", names_.mem_free, vendor_->error_name(result));
-    } catch (const std::exception& error) {
-      log::warn("free on {} device {}: {}", vendor_->labels().name, ordinal, error.what());
-    }
+    release_quietly(ordinal, "free", names_.mem_free, [&] { return api_.mem_free(pointer); });
   }
 
   void copy_to_device(int ordinal, void* dst, const void* src, std::size_t bytes) override {
@@ -155,13 +149,7 @@ class DriverDevice final : public Device {
 
   void destroy_event(int ordinal, void* event) noexcept override {
     if (event == nullptr) return;
-    try {
-      const Scope scope(*this, ordinal);
-      const Result result = api_.event_destroy(event);
-      if (result != kSuccess) log::warn("{} failed: {}", names_.event_destroy, vendor_->error_name(result));
-    } catch (const std::exception& error) {
-      log::warn("destroy_event on {} device {}: {}", vendor_->labels().name, ordinal, error.what());
-    }
+    release_quietly(ordinal, "destroy_event", names_.event_destroy, [&] { return api_.event_destroy(event); });
   }
 
   void record_event(int ordinal, void* event, Stream stream) override {
@@ -197,6 +185,18 @@ class DriverDevice final : public Device {
 
  private:
   void check(Result result, const char* call) const { vendor_->check(result, call); }
+
+  // free and destroy_event are noexcept (destructors call them): a failure is logged, not thrown.
+  template <typename Release>
+  void release_quietly(int ordinal, const char* what, const char* call, Release release) noexcept {
+    try {
+      const Scope scope(*this, ordinal);
+      const Result result = release();
+      if (result != kSuccess) log::warn("{} failed: {}", call, vendor_->error_name(result));
+    } catch (const std::exception& error) {
+      log::warn("{} on {} device {}: {}", what, vendor_->labels().name, ordinal, error.what());
+    }
+  }
 
   std::string describe_no_device() const {
     return init_error_.empty() ? fmt::format("{} ({}) reports 0 devices", vendor_->labels().runtime_noun, library_.path())
