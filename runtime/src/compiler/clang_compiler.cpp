@@ -71,7 +71,7 @@ class ClangCompiler final : public Compiler {
     // Device-only HIP compile with no ROCm: -nogpulib/-nogpuinc (the prelude defines what HIP headers
     // would), one unbundled code object. Code-object version 5 is stated explicitly so every ROCm
     // that supports the target loads it, whatever this clang's default is. WGP mode is the default
-    // on gfx10+, as for hipRTC (see hiprtc_compiler.cpp for why we keep it).
+    // on gfx10+, as for hipRTC (see hiprtc_base_options in rtc_vendors.cpp for why we keep it).
     return {"-x", "hip", "--offload-arch=" + target, "-nogpulib", "-nogpuinc", "--offload-device-only",
             "--no-gpu-bundle-output", "-O3", "-std=c++17", "-mcode-object-version=5"};
   }

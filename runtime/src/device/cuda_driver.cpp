@@ -115,7 +115,7 @@ class CudaDriver final : public DriverVendor {
  private:
   int attribute(int which, int device) const {
     int value = 0;
-    check(api().device_attribute(&value, which, device), "cuDeviceGetAttribute");
+    check(api().device_attribute(&value, which, device), names().device_attribute);
     return value;
   }
 
