@@ -39,9 +39,12 @@ std::vector<std::string> nvrtc_base_options(const std::string& target) {
 }
 
 const RtcVendor& nvrtc_vendor() {
-  static const RtcVendor vendor{CompilerKind::nvrtc, Vendor::nvidia, "nvrtc", "NVRTC", "nvrtc", "CUBIN", "cubin",
-                                ".cu", "", "the NVRTC library", "nvrtcGetCUBIN", nvrtc_candidates, nvrtc_version,
-                                nvrtc_base_options, {}, std::nullopt, 0};
+  static const RtcVendor vendor{
+      .kind = CompilerKind::nvrtc, .target_vendor = Vendor::nvidia, .name = "nvrtc", .display = "NVRTC",
+      .prefix = "nvrtc", .code_getter = "CUBIN", .code_noun = "cubin", .source_extension = ".cu", .log_alias = "",
+      .library_what = "the NVRTC library", .required_symbol = "nvrtcGetCUBIN", .library_candidates = nvrtc_candidates,
+      .read_version = nvrtc_version, .base_options = nvrtc_base_options, .option_env_vars = {},
+      .family_floor = std::nullopt, .serial_below_major = 0};
   return vendor;
 }
 
@@ -97,10 +100,13 @@ const RtcVendor& hiprtc_vendor() {
   // process-global state while compiling (so one compile at a time below ROCm 6). gfx12 (RDNA4)
   // needs ROCm >= 6.4: older comgr does not know the target, and Debian's 5.2 even aborts the
   // process (heap corruption) instead of failing.
-  static const RtcVendor vendor{CompilerKind::hiprtc, Vendor::amd, "hiprtc", "hipRTC", "hiprtc", "Code",
-                                "code object", ".hip", "CompileSource", "the hipRTC library", "hiprtcCreateProgram",
-                                hiprtc_candidates, hiprtc_version, hiprtc_base_options,
-                                {"HIPRTC_COMPILE_OPTIONS_APPEND"}, RtcFamilyFloor{"gfx12", 6, 4, "ROCm"}, 6};
+  static const RtcVendor vendor{
+      .kind = CompilerKind::hiprtc, .target_vendor = Vendor::amd, .name = "hiprtc", .display = "hipRTC",
+      .prefix = "hiprtc", .code_getter = "Code", .code_noun = "code object", .source_extension = ".hip",
+      .log_alias = "CompileSource", .library_what = "the hipRTC library", .required_symbol = "hiprtcCreateProgram",
+      .library_candidates = hiprtc_candidates, .read_version = hiprtc_version, .base_options = hiprtc_base_options,
+      .option_env_vars = {"HIPRTC_COMPILE_OPTIONS_APPEND"}, .family_floor = RtcFamilyFloor{"gfx12", 6, 4, "ROCm"},
+      .serial_below_major = 6};
   return vendor;
 }
 
