@@ -22,7 +22,9 @@ using namespace cuda_api;
 class CudaDriver final : public DriverVendor {
  public:
   explicit CudaDriver(const DynamicLibrary& library)
-      : DriverVendor(library, {.vendor = Vendor::nvidia, .name = "CUDA", .api = "CUDA driver", .runtime_noun = "the CUDA driver"}, driver_api::kCudaNames,
+      : DriverVendor(library,
+                     {.vendor = Vendor::nvidia, .name = "CUDA", .api = "CUDA driver", .runtime_noun = "the CUDA driver"},
+                     driver_api::kCudaNames,
                      {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
                       CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, CU_DEVICE_ATTRIBUTE_WARP_SIZE}) {
 #define SAGEJIT_CUDA_RESOLVE(symbol, signature) library.resolve(cuda_.symbol, #symbol);

@@ -21,7 +21,8 @@ using namespace hip_api;
 class HipRuntime final : public DriverVendor {
  public:
   explicit HipRuntime(const DynamicLibrary& library)
-      : DriverVendor(library, {.vendor = Vendor::amd, .name = "HIP", .api = "HIP", .runtime_noun = "the HIP runtime"}, driver_api::kHipNames,
+      : DriverVendor(library, {.vendor = Vendor::amd, .name = "HIP", .api = "HIP", .runtime_noun = "the HIP runtime"},
+                     driver_api::kHipNames,
                      {hipDeviceAttributeMultiprocessorCount, hipDeviceAttributeMaxSharedMemoryPerBlock,
                       -1 /* no opt-in on AMD */, hipDeviceAttributeWarpSize}) {
     library.resolve(hip_.hipGetErrorName, "hipGetErrorName");
