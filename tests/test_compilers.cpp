@@ -15,10 +15,10 @@
 
 #include "compiler/compile_diagnostics.hpp"
 #include "compiler/compiler.hpp"
-#include "compiler/private_temp_dir.hpp"
-#include "compiler/subprocess.hpp"
-#include "core/target.hpp"
 #include "core/error.hpp"
+#include "core/target.hpp"
+#include "platform/private_temp_dir.hpp"
+#include "platform/subprocess.hpp"
 
 using namespace sagejit;
 

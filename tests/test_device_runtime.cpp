@@ -12,7 +12,7 @@
 
 #include "core/error.hpp"
 #include "device/device.hpp"
-#include "device/dynlib.hpp"
+#include "platform/dynlib.hpp"
 
 using namespace sagejit;
 

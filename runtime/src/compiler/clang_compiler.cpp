@@ -15,12 +15,12 @@
 #include "build_info.hpp"
 #include "compiler/compile_diagnostics.hpp"
 #include "compiler/compiler.hpp"
-#include "compiler/private_temp_dir.hpp"
-#include "compiler/subprocess.hpp"
-#include "core/target.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/target.hpp"
+#include "platform/private_temp_dir.hpp"
+#include "platform/subprocess.hpp"
 
 namespace sagejit {
 namespace {
@@ -58,7 +58,7 @@ std::string parse_clang_identity(const std::string& version_output) {
 // Device-only HIP compile with no ROCm: -nogpulib/-nogpuinc (the prelude defines what HIP headers
 // would), one unbundled code object. Code-object version 5 is stated explicitly so every ROCm that
 // supports the target loads it, whatever this clang's default is. WGP mode is the default on gfx10+,
-// as for hipRTC (see hiprtc_compiler.cpp for why we keep it). Independent of the executable, so a
+// as for hipRTC (see hiprtc_base_options in rtc_vendors.cpp for why we keep it). Independent of the executable, so a
 // prebuilt stand-in (below) keys exactly as the compiler that built the entries did.
 std::vector<std::string> clang_base_options(const std::string& target) {
   require_amd_target("clang", target);

@@ -1,6 +1,7 @@
 #pragma once
-// Kernel compilers behind one interface; one implementation file per compiler
-// (nvrtc_compiler.cpp, hiprtc_compiler.cpp, clang_compiler.cpp).
+// Kernel compilers behind one interface: the in-process runtime compilers NVRTC and hipRTC share
+// one implementation (rtc_compiler.cpp, per-vendor table in rtc_vendors.cpp); the offline clang
+// compiler runs as a subprocess (clang_compiler.cpp).
 #include <cstddef>
 #include <memory>
 #include <string>

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "device/dynlib.hpp"
+#include "platform/dynlib.hpp"
 
 namespace sagejit {
 

@@ -1,4 +1,4 @@
-#include "device/dynlib.hpp"
+#include "platform/dynlib.hpp"
 
 #include <dlfcn.h>
 #include <link.h>

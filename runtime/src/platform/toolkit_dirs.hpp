@@ -1,7 +1,7 @@
 #pragma once
 // Where the GPU toolkits install their shared libraries when the dynamic linker does not know them:
 // ROCm under $ROCM_PATH or /opt/rocm, the CUDA toolkit under $CUDA_HOME or /usr/local/cuda. Searched
-// after the plain sonames (see library_candidates in device/dynlib.hpp).
+// after the plain sonames (see library_candidates in platform/dynlib.hpp).
 #include <string>
 #include <vector>
 

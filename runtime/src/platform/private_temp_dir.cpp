@@ -1,4 +1,4 @@
-#include "compiler/private_temp_dir.hpp"
+#include "platform/private_temp_dir.hpp"
 
 #include <cerrno>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "device/toolkit_dirs.hpp"
+#include "platform/toolkit_dirs.hpp"
 
 #include "core/env.hpp"
 

@@ -1,4 +1,4 @@
-#include "compiler/subprocess.hpp"
+#include "platform/subprocess.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>

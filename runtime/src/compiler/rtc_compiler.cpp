@@ -1,0 +1,159 @@
+// In-process runtime compiler (NVRTC or hipRTC, per RtcVendor): compiles a rendered source to a
+// cubin / AMDGPU code object for one explicit target. Works without a GPU.
+#include "compiler/rtc_compiler.hpp"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "compiler/compile_diagnostics.hpp"
+#include "core/error.hpp"
+
+namespace sagejit {
+namespace {
+
+using namespace rtc_api;
+
+class RtcCompiler final : public Compiler {
+ public:
+  struct Binding {
+    const RtcVendor* vendor;
+    Functions api;
+  };
+
+  RtcCompiler(DynamicLibrary library, const Binding& binding)
+      : library_(std::move(library)), vendor_(*binding.vendor), api_(binding.api) {
+    version_ = vendor_.read_version(library_, api_);
+    identity_ = fmt::format("{} {}", vendor_.name, version_.text);
+  }
+
+  CompilerKind kind() const override { return vendor_.kind; }
+  std::string identity() const override { return identity_; }
+  std::string location() const override { return library_.path(); }
+  std::vector<std::string> option_env_vars() const override { return vendor_.option_env_vars; }
+
+  std::vector<std::string> base_options(const std::string& target) const override {
+    require_supported_target(target);
+    return vendor_.base_options(target);
+  }
+
+  CompileResult compile(const CompileRequest& request) const override {
+    CompileResult result;
+    result.effective_options = base_options(request.target);
+    result.effective_options.insert(result.effective_options.end(), request.options.begin(), request.options.end());
+    const std::string file_name = source_file_stem(request.name) + std::string(vendor_.source_extension);
+
+    std::unique_lock<std::mutex> serial;
+    if (version_.major < vendor_.serial_below_major) serial = std::unique_lock(compile_mutex_);
+
+    Program program = nullptr;
+    check(api_.create_program(&program, request.source.c_str(), file_name.c_str(), 0, nullptr, nullptr),
+          "CreateProgram");
+    const std::unique_ptr<Program, ProgramDeleter> guard(&program, ProgramDeleter{&api_});
+
+    std::vector<const char*> options;
+    for (const auto& option : result.effective_options) options.push_back(option.c_str());
+    const Result compiled = api_.compile_program(program, static_cast<int>(options.size()), options.data());
+    result.log = program_log(program);
+    if (compiled == kErrorCompilation) {
+      std::vector<std::string_view> log_names{file_name};
+      if (!vendor_.log_alias.empty()) log_names.push_back(vendor_.log_alias);
+      throw_compile_error(identity_, request.name, request.target, log_names, request.source, result.log);
+    }
+    check(compiled, "CompileProgram");
+
+    const std::string get_code = fmt::format("Get{}", vendor_.code_getter);
+    std::size_t size = 0;
+    check(api_.get_code_size(program, &size), get_code + "Size");
+    if (size == 0)
+      fail(ErrorCode::compile_error, "{} produced an empty {} for kernel '{}' ({}); log:\n{}", identity_,
+           vendor_.code_noun, request.name, request.target, result.log);
+    result.code.resize(size);
+    check(api_.get_code(program, reinterpret_cast<char*>(result.code.data())), get_code);
+    return result;
+  }
+
+ private:
+  struct ProgramDeleter {
+    const Functions* api;
+    void operator()(Program* program) const noexcept {
+      if (*program != nullptr) api->destroy_program(program);
+    }
+  };
+
+  void require_supported_target(const std::string& target) const {
+    if (vendor_.target_vendor == Vendor::nvidia)
+      require_nvidia_target(vendor_.name, target);
+    else
+      require_amd_target(vendor_.name, target);
+    const auto& floor = vendor_.family_floor;
+    if (!floor || parse_target(target).amd_family() != floor->family) return;
+    if (version_.major < floor->major || (version_.major == floor->major && version_.minor < floor->minor))
+      fail(ErrorCode::unsupported,
+           "{} ({}) cannot compile for {}: {} needs {} from {} {}.{} or newer (this is {} {}); "
+           "use the offline clang compiler instead (SAGEJIT_COMPILER=clang; clang++-22 or SAGEJIT_CLANG)",
+           identity_, library_.path(), target, floor->family, vendor_.display, floor->toolkit, floor->major,
+           floor->minor, floor->toolkit, version_.text);
+  }
+
+  // `call` without the vendor prefix: "CompileProgram" -> "hiprtcCompileProgram" in the message.
+  void check(Result result, std::string_view call) const {
+    if (result != kSuccess) check_rtc_call(vendor_, api_, result, fmt::format("{}{}", vendor_.prefix, call));
+  }
+
+  std::string program_log(Program program) const {
+    std::size_t size = 0;
+    if (api_.get_program_log_size(program, &size) != kSuccess || size <= 1) return {};
+    std::string log(size, '\0');
+    if (api_.get_program_log(program, log.data()) != kSuccess) return {};
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    return log;
+  }
+
+  DynamicLibrary library_;
+  const RtcVendor& vendor_;
+  Functions api_;
+  RtcVersion version_;
+  std::string identity_;
+  mutable std::mutex compile_mutex_;
+};
+
+template <typename Function>
+void resolve(const DynamicLibrary& library, Function*& target, std::string_view prefix, std::string_view call) {
+  library.resolve(target, fmt::format("{}{}", prefix, call).c_str());
+}
+
+Functions resolve_functions(const DynamicLibrary& library, const RtcVendor& vendor) {
+  const std::string get_code = fmt::format("Get{}", vendor.code_getter);
+  Functions api;
+  resolve(library, api.get_error_string, vendor.prefix, "GetErrorString");
+  resolve(library, api.create_program, vendor.prefix, "CreateProgram");
+  resolve(library, api.destroy_program, vendor.prefix, "DestroyProgram");
+  resolve(library, api.compile_program, vendor.prefix, "CompileProgram");
+  resolve(library, api.get_program_log_size, vendor.prefix, "GetProgramLogSize");
+  resolve(library, api.get_program_log, vendor.prefix, "GetProgramLog");
+  resolve(library, api.get_code_size, vendor.prefix, get_code + "Size");
+  resolve(library, api.get_code, vendor.prefix, get_code);
+  return api;
+}
+
+}  // namespace
+
+void check_rtc_call(const RtcVendor& vendor, const Functions& api, Result result, std::string_view call) {
+  if (result == kSuccess) return;
+  fail(ErrorCode::compile_error, "{} call {} failed: {}", vendor.display, call,
+       api.get_error_string != nullptr ? api.get_error_string(result) : fmt::format("{}Result {}", vendor.prefix, result));
+}
+
+LoadedLibrary<Compiler> load_rtc_compiler(const RtcVendor& vendor) {
+  auto loaded = load_library<RtcCompiler>(
+      vendor.library_candidates(), vendor.required_symbol, vendor.library_what,
+      [&vendor](const DynamicLibrary& library) { return RtcCompiler::Binding{&vendor, resolve_functions(library, vendor)}; });
+  return {std::move(loaded.loaded), std::move(loaded.error)};
+}
+
+}  // namespace sagejit
