@@ -1,0 +1,2 @@
+#pragma once
+#include "compiler/compiler.hpp"  // a peer: the check must fail

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Fails when a runtime module includes a module above it (docs/ARCHITECTURE.md, "Layers").
+
+Layers, lowest first; a module may include its own layer and the layers below, never above, and
+peers on one rank (device, compiler) never each other:
+
+    core < platform < device | compiler < cache < jit < tuning < kernels < plan < api < dev
+
+Also allowed everywhere: the public headers (<sagejit/...> / "sagejit/..."), the generated
+build_info.hpp, kernel_src headers ("common/...", "arch/..."), system and third-party headers.
+
+    tools/scripts/check_layers.py [runtime/src]
+"""
+import pathlib
+import re
+import sys
+
+RANKS = {"core": 0, "platform": 1, "device": 2, "compiler": 2, "cache": 3, "jit": 4, "tuning": 5,
+         "kernels": 6, "plan": 7, "api": 8, "dev": 9}
+ANYWHERE = {"sagejit", "common", "arch", "build_info.hpp"}
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+
+
+def main() -> int:
+    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "runtime/src")
+    problems = []
+    files = sorted(p for p in root.rglob("*") if p.suffix in {".hpp", ".cpp", ".h"})
+    for path in files:
+        module = path.relative_to(root).parts[0]
+        if module not in RANKS:
+            problems.append(f"{path}: module '{module}' has no layer (add it to check_layers.py and docs/ARCHITECTURE.md)")
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            match = INCLUDE.match(line)
+            if not match:
+                continue
+            included = match.group(1).split("/")[0]
+            if included in ANYWHERE:
+                continue
+            if included not in RANKS:
+                problems.append(f"{path}:{number}: \"{match.group(1)}\" is in no known layer")
+            elif RANKS[included] > RANKS[module]:
+                problems.append(f"{path}:{number}: {module} (layer {RANKS[module]}) includes \"{match.group(1)}\" "
+                                f"from {included} (layer {RANKS[included]}), a higher layer")
+            elif RANKS[included] == RANKS[module] and included != module:
+                problems.append(f"{path}:{number}: {module} includes its peer {included} (\"{match.group(1)}\")")
+    for problem in problems:
+        print(problem)
+    print(f"check_layers: {len(files)} files, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
