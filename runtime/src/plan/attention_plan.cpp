@@ -94,17 +94,7 @@ AttentionPlan plan_attention(const AttentionCall& call, const Target& target) {
 
   plan.shape = {static_cast<int>(call.batch), static_cast<int>(call.heads_q), static_cast<int>(call.heads_kv),
                 static_cast<int>(call.seq_q), static_cast<int>(call.seq_kv)};
-  WorkspaceShape workspace;
-  workspace.batch = call.batch;
-  workspace.heads_q = call.heads_q;
-  workspace.heads_kv = call.heads_kv;
-  workspace.seq_q = call.seq_q;
-  workspace.seq_kv = call.seq_kv;
-  workspace.head_dim = call.head_dim;
-  workspace.pv_fp16 = plan.spec.v.pv_fp16;
-  workspace.smooth_k = call.smooth_k;
-  workspace.lse = call.writes_lse();
-  plan.workspace = workspace_layout(workspace);
+  plan.workspace = workspace_layout(call, plan.spec.v);
   return plan;
 }
 

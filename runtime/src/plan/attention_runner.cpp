@@ -13,6 +13,18 @@ T* section(void* workspace, std::size_t offset) {
   return reinterpret_cast<T*>(static_cast<char*>(workspace) + offset);
 }
 
+// The sizes both kernels' parameter structs carry (kernel_src/common/params.h).
+template <typename Params>
+void set_sizes(Params& params, const AttentionPlan& plan) {
+  params.batch = plan.shape.batch;
+  params.heads_q = plan.shape.heads_q;
+  params.heads_kv = plan.shape.heads_kv;
+  params.seq_q = plan.shape.seq_q;
+  params.seq_kv = plan.shape.seq_kv;
+  params.seq_q_pad = static_cast<int>(plan.workspace.seq_q_pad);
+  params.seq_kv_pad = static_cast<int>(plan.workspace.seq_kv_pad);
+}
+
 void launch(Device& device, int ordinal, const LoadedKernel& kernel, const KernelDesc& desc, int entry,
             const TileConfig& config, const AttentionPlan& plan, Stream stream, void* params) {
   void* args[] = {params};
@@ -31,7 +43,7 @@ void run_attention(Device& device, int ordinal, const AttentionPlan& plan, const
     fail(ErrorCode::invalid_argument, "run_attention: the plan {} an LSE but call.lse is {}",
          plan.spec.write_lse ? "writes" : "does not write", call.lse != nullptr ? "set" : "null");
   const WorkspaceLayout& layout = plan.workspace;
-  const ProblemShape& shape = plan.shape;
+  const ProblemShape& shape = plan.shape;  // (gqa ratio below)
   const LoadedKernel& prepare = load_kernel(device, ordinal, *plan.prepare, plan.prepare_config, plan.spec);
   const LoadedKernel& attention = load_kernel(device, ordinal, *plan.attention, plan.attention_config, plan.spec);
 
@@ -48,13 +60,7 @@ void run_attention(Device& device, int ordinal, const AttentionPlan& plan, const
   pp.v_stride_b = call.v_strides.batch;
   pp.v_stride_h = call.v_strides.head;
   pp.v_stride_n = call.v_strides.token;
-  pp.batch = shape.batch;
-  pp.heads_q = shape.heads_q;
-  pp.heads_kv = shape.heads_kv;
-  pp.seq_q = shape.seq_q;
-  pp.seq_kv = shape.seq_kv;
-  pp.seq_q_pad = static_cast<int>(layout.seq_q_pad);
-  pp.seq_kv_pad = static_cast<int>(layout.seq_kv_pad);
+  set_sizes(pp, plan);
   pp.q_mul = static_cast<float>(static_cast<double>(call.sm_scale) * 1.4426950408889634);
   pp.smooth_k = plan.smooth_k ? 1 : 0;
   pp.want_lse_delta = plan.spec.write_lse && plan.smooth_k ? 1 : 0;
@@ -87,13 +93,7 @@ void run_attention(Device& device, int ordinal, const AttentionPlan& plan, const
   ap.o_stride_h = call.out_strides.head;
   ap.o_stride_n = call.out_strides.token;
   ap.lse = call.lse;
-  ap.batch = shape.batch;
-  ap.heads_q = shape.heads_q;
-  ap.heads_kv = shape.heads_kv;
-  ap.seq_q = shape.seq_q;
-  ap.seq_kv = shape.seq_kv;
-  ap.seq_q_pad = pp.seq_q_pad;
-  ap.seq_kv_pad = pp.seq_kv_pad;
+  set_sizes(ap, plan);
   ap.gqa_ratio = shape.heads_q / shape.heads_kv;
   ap.causal = plan.spec.causal ? 1 : 0;
   launch(device, ordinal, attention, *plan.attention, 0, plan.attention_config, plan, stream, &ap);

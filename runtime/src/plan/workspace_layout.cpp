@@ -4,7 +4,7 @@
 
 #include "common/params.h"
 #include "core/error.hpp"
-#include "jit/kernel_desc.hpp"
+#include "plan/attention_plan.hpp"
 
 namespace sagejit {
 namespace {
@@ -33,28 +33,14 @@ class SectionCursor {
 
 }  // namespace
 
-WorkspaceLayout workspace_layout(const WorkspaceShape& shape) {
-  const auto positive = [](std::int64_t value, const char* name) {
-    if (value < 1) fail(ErrorCode::invalid_argument, "workspace_layout: {} must be >= 1 (got {})", name, value);
-  };
-  positive(shape.batch, "batch");
-  positive(shape.heads_q, "heads_q");
-  positive(shape.heads_kv, "heads_kv");
-  positive(shape.seq_q, "seq_q");
-  positive(shape.seq_kv, "seq_kv");
-  // A valid tensor shape the kernels do not implement: unsupported, as the API and the runner say.
-  if (shape.head_dim > 1024 || !is_kernel_head_dim(static_cast<int>(shape.head_dim)))
-    fail(ErrorCode::unsupported, "workspace_layout: head_dim {} is not one of {}", shape.head_dim,
-         kernel_head_dims_text());
-  if (shape.heads_q % shape.heads_kv != 0)
-    fail(ErrorCode::invalid_argument, "workspace_layout: heads_q {} is not a multiple of heads_kv {}", shape.heads_q,
-         shape.heads_kv);
-
+WorkspaceLayout workspace_layout(const AttentionCall& call, const VInput& v) {
+  check_attention_call(call);
+  const bool pv_fp16 = v.pv_fp16, smooth_k = call.smooth_k, lse = call.writes_lse();
   WorkspaceLayout layout;
-  layout.seq_q_pad = round_up(shape.seq_q, SJ_SEQ_PAD);
-  layout.seq_kv_pad = round_up(shape.seq_kv, SJ_SEQ_PAD);
-  layout.chunks = (shape.seq_kv + k_mean_chunk - 1) / k_mean_chunk;
-  const std::int64_t bq = shape.batch * shape.heads_q, bk = shape.batch * shape.heads_kv, d = shape.head_dim;
+  layout.seq_q_pad = round_up(call.seq_q, SJ_SEQ_PAD);
+  layout.seq_kv_pad = round_up(call.seq_kv, SJ_SEQ_PAD);
+  layout.chunks = (call.seq_kv + k_mean_chunk - 1) / k_mean_chunk;
+  const std::int64_t bq = call.batch * call.heads_q, bk = call.batch * call.heads_kv, d = call.head_dim;
 
   SectionCursor cursor;
   layout.q8 = cursor.add(bq * layout.seq_q_pad * d, 1);
@@ -62,11 +48,11 @@ WorkspaceLayout workspace_layout(const WorkspaceShape& shape) {
   layout.k8 = cursor.add(bk * layout.seq_kv_pad * d, 1);
   layout.k_scale = cursor.add(bk * (layout.seq_kv_pad / SJ_QUANT_BLOCK), 4);
   layout.k_mean = cursor.add(bk * d, 4);
-  layout.k_mean_partial = cursor.add(shape.smooth_k ? bk * layout.chunks * d : 0, 8);
-  layout.v_amax_partial = cursor.add(shape.pv_fp16 ? 0 : bk * layout.chunks * d, 4);
-  layout.v_quant = cursor.add(bk * d * layout.seq_kv_pad, shape.pv_fp16 ? 2 : 1);
+  layout.k_mean_partial = cursor.add(smooth_k ? bk * layout.chunks * d : 0, 8);
+  layout.v_amax_partial = cursor.add(pv_fp16 ? 0 : bk * layout.chunks * d, 4);
+  layout.v_quant = cursor.add(bk * d * layout.seq_kv_pad, pv_fp16 ? 2 : 1);
   layout.v_scale = cursor.add(bk * d, 4);
-  layout.lse_delta = cursor.add(shape.lse && shape.smooth_k ? bq * shape.seq_q : 0, 4);
+  layout.lse_delta = cursor.add(lse && smooth_k ? bq * call.seq_q : 0, 4);
   layout.total_bytes = cursor.size();
   return layout;
 }

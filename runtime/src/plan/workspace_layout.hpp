@@ -5,14 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace sagejit {
+#include "jit/kernel_desc.hpp"
+#include "plan/attention_call.hpp"
 
-struct WorkspaceShape {
-  std::int64_t batch = 1, heads_q = 1, heads_kv = 1, seq_q = 1, seq_kv = 1, head_dim = 128;
-  bool pv_fp16 = false;   // V stored as fp16 (2 bytes) instead of e4m3 (1 byte)
-  bool smooth_k = true;   // needs the fp64 K-mean scratch
-  bool lse = false;       // LSE requested: with smoothing, the lse_delta section
-};
+namespace sagejit {
 
 // Offsets are from the workspace base; a section that is not needed has size 0 (its offset is still
 // valid and equal to the next section's).
@@ -24,8 +20,10 @@ struct WorkspaceLayout {
   std::size_t total_bytes = 0;
 };
 
-// Throws Error(invalid_argument) naming the field for non-positive sizes or heads_q not a multiple of
-// heads_kv; Error(unsupported) for head_dim not 64/128 or a size that overflows.
-WorkspaceLayout workspace_layout(const WorkspaceShape& shape);
+// The layout for `call` when its attention kernel reads V as `v` (pv_fp16: V stored as fp16, 2 bytes,
+// without the V-amax scratch); smoothing needs the fp64 K-mean scratch, an LSE with smoothing the
+// lse_delta section. Throws like check_attention_call (plan/attention_plan.hpp), and
+// Error(unsupported) for a size that overflows.
+WorkspaceLayout workspace_layout(const AttentionCall& call, const VInput& v);
 
 }  // namespace sagejit

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds two sagejit source trees on the GPU machine and compares them there, in one run: for each,
+# the GPU tests (ctest -L gpu), the Python tests (which run the GPU cases there), and
+# `sagejit-selftest --quick`; then bench_attention of both on the same shapes, configs and inputs
+# (fixed seed), alternating the trees, so the figures are a same-run comparison.
+#   bench/h200_before_after.sh <before-src> <after-src> <deps-prefix> <out-dir>
+# <deps-prefix> holds the header-only dependencies (fmt, nlohmann_json, CLI11, doctest, xxHash) with
+# their CMake configs, for a machine without them (copied from the Debian packages).
+set -uo pipefail
+before=$(realpath "$1") after=$(realpath "$2") deps=$(realpath "$3") out=$4
+mkdir -p "$out"
+jobs=$(nproc)
+build() {
+  cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$deps/usr" \
+        -DCMAKE_INCLUDE_PATH="$deps/usr/include" && cmake --build "$2" -j "$jobs"
+}
+build "$before" /tmp/sj-before >"$out/build-before.log" 2>&1 & b1=$!
+build "$after" /tmp/sj-after >"$out/build-after.log" 2>&1 & b2=$!
+wait $b1; echo "build before rc=$?"; wait $b2; echo "build after rc=$?"
+for tree in before after; do
+  src=$before; [[ $tree == after ]] && src=$after
+  (cd /tmp/sj-$tree && ctest -L gpu --output-on-failure -j 4) >"$out/gpu-tests-$tree.log" 2>&1
+  echo "$tree: ctest -L gpu rc=$? ($(grep -E 'tests passed' "$out/gpu-tests-$tree.log"))"
+  (cd /tmp/sj-$tree && ctest -R test_api_python --output-on-failure) >"$out/python-tests-$tree.log" 2>&1
+  echo "$tree: python tests rc=$? ($(grep -E '[0-9]+ (passed|failed)' "$out/python-tests-$tree.log" | tail -1))"
+  /tmp/sj-$tree/tools/sagejit-selftest --quick >"$out/selftest-$tree.txt" 2>&1
+  echo "$tree: selftest --quick rc=$?"
+done
+configs=(--config "warps=4,rows_per_warp=16,block_n=128,stages=2,pv_fp16=0,min_blocks=3,wgmma=1"
+         --config "warps=4,rows_per_warp=32,block_n=64,stages=2,pv_fp16=1")
+for round in 1 2; do
+  for tree in before after; do
+    /tmp/sj-$tree/bench/bench_attention "${configs[@]}" --iterations 10 >"$out/bench-$tree-$round.json" \
+      2>"$out/bench-$tree-$round.err"
+    echo "$tree bench round $round rc=$?"
+  done
+done
+python3 - "$out" <<'PY'
+import json, sys, statistics
+out = sys.argv[1]
+rows = {}
+for tree in ("before", "after"):
+    for rnd in (1, 2):
+        for r in json.load(open(f"{out}/bench-{tree}-{rnd}.json"))["results"]:
+            key = (r["shape"], r["config"])
+            rows.setdefault(key, {}).setdefault(tree, []).append(r.get("tops"))
+            if "cos" in r: rows[key].setdefault(tree + "_cos", r["cos"])
+print("| shape | config | before TOPS | after TOPS | after/before | cos before | cos after |")
+print("|---|---|---|---|---|---|---|")
+for (shape, config), v in rows.items():
+    b = statistics.median([x for x in v.get("before", []) if x]); a = statistics.median([x for x in v.get("after", []) if x])
+    print(f"| {shape} | {'wgmma' if 'wgmma=1' in config else 'mma fp16-PV'} | {b:.0f} | {a:.0f} | {a/b:.3f} | "
+          f"{v.get('before_cos', float('nan')):.5f} | {v.get('after_cos', float('nan')):.5f} |")
+PY
