@@ -59,16 +59,8 @@ TuningTables tables_of(std::vector<Json> files) {
 }
 
 ProblemKey key(int seq_q, int seq_kv, int gqa = 1) {
-  ProblemKey k;
-  k.kernel = "attention";
-  k.arch = "sm_90";
-  k.dtype = DType::bf16;
-  k.head_dim = 128;
-  k.causal = false;
-  k.gqa_ratio = gqa;
-  k.seq_q = seq_q;
-  k.seq_kv = seq_kv;
-  return k;
+  return {.kernel = "attention", .arch = "sm_90", .dtype = DType::bf16, .head_dim = 128, .causal = false,
+          .gqa_ratio = gqa, .seq_q = seq_q, .seq_kv = seq_kv};
 }
 
 }  // namespace
