@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <random>
 #include <sstream>
@@ -72,6 +73,15 @@ inline EntryLabel test_label(const std::string& kernel = "probe") {
   label.target = "gfx1201:xnack-";
   label.compiler = "fake 1.0";
   return label;
+}
+
+// A compile callback for get_or_compile that returns `payload` and counts its calls in `calls`, so a
+// test can tell a cache hit (no call) from a rebuild.
+inline std::function<std::vector<std::byte>()> counting_compile(int& calls, std::vector<std::byte> payload) {
+  return [&calls, payload = std::move(payload)] {
+    ++calls;
+    return payload;
+  };
 }
 
 inline CodeCacheSettings settings_for(const std::filesystem::path& user_dir) {

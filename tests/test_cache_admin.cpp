@@ -57,10 +57,8 @@ TEST_CASE("LRU prune keeps the newest entries, and a hit makes an entry newest")
   // A disk hit from a fresh process (fresh memory) on the oldest entry touches it.
   CodeCache other(test::settings_for(dir));
   int compiles = 0;
-  CHECK(other.get_or_compile(filled.keys[0], test::test_label(), [&] {
-    ++compiles;
-    return test::random_bytes(1);
-  }).hit == CacheHit::user);
+  CHECK(other.get_or_compile(filled.keys[0], test::test_label(), test::counting_compile(compiles, test::random_bytes(1)))
+            .hit == CacheHit::user);
   CHECK(compiles == 0);
 
   // Keep room for three entries: the touched one and the two newest survive.

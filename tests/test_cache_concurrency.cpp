@@ -178,10 +178,7 @@ TEST_CASE("a writer killed mid-publish leaves nothing that validates wrongly; th
 
   // The next run compiles (the dead writer's lock was released by the kernel) and publishes.
   int compiles = 0;
-  const auto lookup = admin.get_or_compile(key, test::test_label(), [&] {
-    ++compiles;
-    return payload;
-  });
+  const auto lookup = admin.get_or_compile(key, test::test_label(), test::counting_compile(compiles, payload));
   CHECK(lookup.hit == CacheHit::compiled);
   CHECK(compiles == 1);
   CHECK(*lookup.code == payload);

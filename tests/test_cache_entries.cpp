@@ -63,10 +63,7 @@ TEST_CASE("corrupt, truncated, wrong-version, foreign and wrong-key entries are 
   const EntryLabel label = test::test_label();
   const auto payload = test::random_bytes(4096);
   int compiles = 0;
-  const auto compile = [&] {
-    ++compiles;
-    return payload;
-  };
+  const auto compile = test::counting_compile(compiles, payload);
   {  // populate
     CodeCache cache(test::settings_for(root.path()));
     CHECK(cache.get_or_compile(key, label, compile).hit == CacheHit::compiled);
@@ -118,10 +115,7 @@ TEST_CASE("the system cache is searched first, validated, and must match the key
   const auto system_payload = test::random_bytes(777);
   const auto compiled_payload = test::random_bytes(555);
   int compiles = 0;
-  const auto compile = [&] {
-    ++compiles;
-    return compiled_payload;
-  };
+  const auto compile = test::counting_compile(compiles, compiled_payload);
   const fs::path entry = system / entry_file_name(key, label);
   test::write_bytes(entry, encode_entry(key, label, system_payload));
   ::chmod(entry.c_str(), 0644);

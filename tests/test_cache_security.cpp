@@ -96,10 +96,7 @@ TEST_CASE("an entry writable by others or owned by another uid is refused and re
   const auto planted = test::random_bytes(256);
   const auto honest = test::random_bytes(256);
   int compiles = 0;
-  const auto compile = [&] {
-    ++compiles;
-    return honest;
-  };
+  const auto compile = test::counting_compile(compiles, honest);
   {
     CodeCache cache(test::settings_for(root.path()));
     CHECK(cache.active_user_dir().has_value());

@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,22 @@ int probe_hip_in_child() {
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// `load` must throw Error(runtime_not_found) whose message names each of `parts` (the libraries tried,
+// the missing symbol); `unexpected` is the failure to report when it returns instead.
+void check_runtime_not_found(const std::function<void()>& load, const char* unexpected,
+                             std::initializer_list<const char*> parts) {
+  try {
+    load();
+    FAIL(unexpected);
+  } catch (const Error& error) {
+    CHECK(error.code() == ErrorCode::runtime_not_found);
+    for (const char* part : parts) {
+      INFO("expected in the message: ", part);
+      CHECK(contains(error.what(), part));
+    }
+  }
+}
 
 // A backend that loaded: its answers must be consistent whether or not a device is present.
 void check_loaded_backend(Device& device, Vendor vendor, const char* version_prefix, const char* target_prefix) {
@@ -112,27 +130,14 @@ TEST_CASE("dynamic library loading lists every candidate tried and names missing
   CHECK(contains(libc->path(), "libc"));
   CHECK(libc->symbol("strlen") != nullptr);
   CHECK(libc->optional_symbol("sagejit_no_such_symbol") == nullptr);
-  try {
-    libc->symbol("sagejit_no_such_symbol");
-    FAIL("missing symbol resolved");
-  } catch (const Error& error) {
-    CHECK(error.code() == ErrorCode::runtime_not_found);
-    CHECK(contains(error.what(), "sagejit_no_such_symbol"));
-    CHECK(contains(error.what(), "libc.so.6"));
-  }
+  check_runtime_not_found([&] { libc->symbol("sagejit_no_such_symbol"); }, "missing symbol resolved",
+                          {"sagejit_no_such_symbol", "libc.so.6"});
 }
 
 TEST_CASE("CUDA backend: documented error without libcuda, consistent answers with it") {
   const bool has_libcuda = can_dlopen_any({"libcuda.so.1", "libcuda.so"});
   if (!has_libcuda) {
-    try {
-      cuda_device();
-      FAIL("cuda_device() loaded without libcuda");
-    } catch (const Error& error) {
-      CHECK(error.code() == ErrorCode::runtime_not_found);
-      CHECK(contains(error.what(), "libcuda.so.1"));
-      CHECK(contains(error.what(), "libcuda.so ("));
-    }
+    check_runtime_not_found([] { cuda_device(); }, "cuda_device() loaded without libcuda", {"libcuda.so.1", "libcuda.so ("});
     // The failure is remembered and reported identically on every call.
     CHECK_THROWS_AS(cuda_device(), Error);
   } else {
@@ -144,15 +149,8 @@ TEST_CASE("HIP backend: documented error without libamdhip64, 0 devices or devic
   const bool has_hip = can_dlopen_any({"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so",
                                        "/opt/rocm/lib/libamdhip64.so"});
   if (!has_hip) {
-    try {
-      hip_device();
-      FAIL("hip_device() loaded without libamdhip64");
-    } catch (const Error& error) {
-      CHECK(error.code() == ErrorCode::runtime_not_found);
-      CHECK(contains(error.what(), "libamdhip64.so.7"));
-      CHECK(contains(error.what(), "libamdhip64.so.6"));
-      CHECK(contains(error.what(), "libamdhip64.so.5"));
-    }
+    check_runtime_not_found([] { hip_device(); }, "hip_device() loaded without libamdhip64",
+                            {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5"});
   } else {
     const int probe = probe_hip_in_child();
     if (probe != 0) {
@@ -189,12 +187,5 @@ TEST_CASE("default_device: a usable backend, or runtime_not_found naming both") 
     CHECK(device.device_count() > 0);
     return;
   }
-  try {
-    default_device();
-    FAIL("default_device() returned without any device");
-  } catch (const Error& error) {
-    CHECK(error.code() == ErrorCode::runtime_not_found);
-    CHECK(contains(error.what(), "CUDA:"));
-    CHECK(contains(error.what(), "HIP:"));
-  }
+  check_runtime_not_found([] { default_device(); }, "default_device() returned without any device", {"CUDA:", "HIP:"});
 }

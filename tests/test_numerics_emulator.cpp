@@ -63,6 +63,16 @@ std::string describe(const Problem& s, const EmulatorOptions& o) {
                      sagejit::to_string(s.layout), o.causal, o.smooth_k, o.block_n, o.pv_fp16 ? "fp16" : "fp8");
 }
 
+// Logs the accuracy of one run, then holds it to the anchors' bar: finite, cos >= 0.999, rel-L1 <= 0.05
+// and the LSE within 0.05 of fp64.
+void check_anchor_accuracy(const std::string& what, const Measured& m) {
+  MESSAGE(what << ": out " << m.out.summary() << " | lse max-abs " << m.lse.max_abs_error);
+  CHECK(m.out.non_finite == 0);
+  CHECK(m.out.cosine >= 0.999);
+  CHECK(m.out.relative_l1 <= 0.05);
+  CHECK(m.lse.max_abs_error <= 0.05);
+}
+
 }  // namespace
 
 TEST_CASE("emulator matches fp64 attention on random normal inputs (D 64/128, causal, GQA, tails)") {
@@ -70,32 +80,20 @@ TEST_CASE("emulator matches fp64 attention on random normal inputs (D 64/128, ca
   for (std::int64_t D : {64, 128})
     for (std::int64_t N : {1, 31, 33, 1000})
       for (bool causal : {false, true}) {
-        Problem s;
-        s.heads_q = 2;
-        s.heads_kv = N == 1000 ? 1 : 2;  // GQA 2:1 on the long shape
-        s.seq_q = s.seq_kv = N;
-        s.head_dim = D;
+        // GQA 2:1 on the long shape.
+        const Problem s{.heads_q = 2, .heads_kv = N == 1000 ? 1 : 2, .seq_q = N, .seq_kv = N, .head_dim = D};
         EmulatorOptions options;
         options.causal = causal;
         options.return_lse = true;
         const Measured m = measure(make_inputs(s, seed++), s, options);
-        MESSAGE(describe(s, options) << ": out " << m.out.summary() << " | lse max-abs " << m.lse.max_abs_error);
-        CHECK(m.out.non_finite == 0);
-        CHECK(m.out.cosine >= 0.999);
-        CHECK(m.out.relative_l1 <= 0.05);
-        CHECK(m.lse.max_abs_error <= 0.05);
+        check_anchor_accuracy(describe(s, options), m);
       }
 }
 
 TEST_CASE("emulator: Nq != Nk, batch > 1, fp16 inputs, block_n 32 and fp16 PV") {
-  Problem s;
-  s.batch = 2;
-  s.heads_q = 4;
-  s.heads_kv = 1;  // MQA
-  s.seq_q = 77;
-  s.seq_kv = 300;
-  s.head_dim = 128;
-  s.dtype = DType::fp16;
+  // MQA: one kv head for four query heads.
+  const Problem s{
+      .batch = 2, .heads_q = 4, .heads_kv = 1, .seq_q = 77, .seq_kv = 300, .head_dim = 128, .dtype = DType::fp16};
   const Inputs in = make_inputs(s, 42);
   for (bool causal : {false, true})
     for (int block_n : {32, 64}) {
@@ -103,11 +101,7 @@ TEST_CASE("emulator: Nq != Nk, batch > 1, fp16 inputs, block_n 32 and fp16 PV") 
       options.causal = causal;
       options.block_n = block_n;
       options.return_lse = true;
-      const Measured m = measure(in, s, options);
-      MESSAGE(describe(s, options) << ": out " << m.out.summary() << " | lse max-abs " << m.lse.max_abs_error);
-      CHECK(m.out.cosine >= 0.999);
-      CHECK(m.out.relative_l1 <= 0.05);
-      CHECK(m.lse.max_abs_error <= 0.05);
+      check_anchor_accuracy(describe(s, options), measure(in, s, options));
     }
   // fp16 PV keeps V in fp16 and rounds P to fp16: much closer to exact than fp8 PV.
   EmulatorOptions fp8, fp16;
@@ -119,13 +113,7 @@ TEST_CASE("emulator: Nq != Nk, batch > 1, fp16 inputs, block_n 32 and fp16 PV") 
 }
 
 TEST_CASE("K with large per-channel offsets: smoothing keeps accuracy, without it accuracy drops") {
-  Problem s;
-  s.heads_q = 2;
-  s.heads_kv = 2;
-  s.seq_q = 256;
-  s.seq_kv = 512;
-  s.head_dim = 128;
-  s.k_offset = 20.0;
+  const Problem s{.heads_q = 2, .heads_kv = 2, .seq_q = 256, .seq_kv = 512, .head_dim = 128, .k_offset = 20.0};
   const Inputs in = make_inputs(s, 2024);
   EmulatorOptions smooth, raw;
   smooth.return_lse = raw.return_lse = true;
@@ -149,11 +137,7 @@ TEST_CASE("K with large per-channel offsets: smoothing keeps accuracy, without i
 }
 
 TEST_CASE("rows of equal values stay finite and accurate") {
-  Problem s;
-  s.heads_q = 1;
-  s.seq_q = 100;
-  s.seq_kv = 130;
-  s.head_dim = 64;
+  const Problem s{.heads_q = 1, .seq_q = 100, .seq_kv = 130, .head_dim = 64};
   Inputs in = make_inputs(s, 8);
   std::mt19937_64 rng(9);
   fill_equal_rows(in.k, rng);
@@ -169,13 +153,7 @@ TEST_CASE("rows of equal values stay finite and accurate") {
 }
 
 TEST_CASE("HND, NHD and strided views give bit-identical workspaces and outputs") {
-  Problem s;
-  s.batch = 2;
-  s.heads_q = 4;
-  s.heads_kv = 2;
-  s.seq_q = 70;
-  s.seq_kv = 90;
-  s.head_dim = 64;
+  const Problem s{.batch = 2, .heads_q = 4, .heads_kv = 2, .seq_q = 70, .seq_kv = 90, .head_dim = 64};
   const Inputs hnd = make_inputs(s, 31337);
   const StridePadding padding{5, 3, 7};
   const Inputs nhd{hnd.q.relayout(Layout::NHD), hnd.k.relayout(Layout::NHD), hnd.v.relayout(Layout::NHD)};
@@ -231,15 +209,9 @@ TEST_CASE("HND, NHD and strided views give bit-identical workspaces and outputs"
 }
 
 TEST_CASE("long sequence: N = 4096, D = 128, one head") {
-  Problem s;
-  s.seq_q = s.seq_kv = 4096;
-  s.head_dim = 128;
+  const Problem s{.seq_q = 4096, .seq_kv = 4096, .head_dim = 128};
   EmulatorOptions options;
   options.return_lse = true;
   const Measured m = measure(make_inputs(s, 4096), s, options);
-  MESSAGE(describe(s, options) << ": out " << m.out.summary() << " | lse max-abs " << m.lse.max_abs_error);
-  CHECK(m.out.non_finite == 0);
-  CHECK(m.out.cosine >= 0.999);
-  CHECK(m.out.relative_l1 <= 0.05);
-  CHECK(m.lse.max_abs_error <= 0.05);
+  check_anchor_accuracy(describe(s, options), m);
 }

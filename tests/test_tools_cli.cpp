@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -109,6 +110,25 @@ std::vector<fs::path> files_with_extension(const fs::path& dir, const std::strin
   return files;
 }
 
+// The raw code objects --emit-dir wrote for one arch: two (jit_probe and the arch's probe), named
+// "*<name_part>", ELF for `machine`, with a register count; `vendor_checks` adds what that vendor's
+// objects must also show.
+void check_emitted_objects(const fs::path& emit, const std::string& extension, const std::string& name_part,
+                           int machine,
+                           const std::function<void(const sagejit::tools::CodeObjectStats&)>& vendor_checks) {
+  const auto objects = files_with_extension(emit, extension);
+  REQUIRE(objects.size() == 2);
+  for (const fs::path& object : objects) {
+    INFO(object.string());
+    CHECK(object.filename().string().find(name_part) != std::string::npos);
+    const auto stats = sagejit::tools::read_code_object_stats(read_bytes(object));
+    CHECK(stats.elf);
+    CHECK(stats.machine == machine);
+    CHECK(stats.registers.has_value());
+    vendor_checks(stats);
+  }
+}
+
 // The archs this machine can precompile for in CI, with their small kernel lists.
 std::string precompile_arguments(const fs::path& cache, bool amd, bool nvidia) {
   std::string archs;
@@ -146,34 +166,17 @@ TEST_CASE("sagejit-precompile: gfx1201 (clang) and sm_90 (nvrtc), second run all
   CHECK(second.exit_code == 0);
   CHECK(second.output.find(fmt::format("all {} code objects were already cached", expected_objects)) != std::string::npos);
 
-  if (amd) {
-    const auto objects = files_with_extension(emit, ".co");
-    REQUIRE(objects.size() == 2);
-    for (const fs::path& object : objects) {
-      INFO(object.string());
-      CHECK(object.filename().string().find(".gfx1201.co") != std::string::npos);
-      const auto stats = sagejit::tools::read_code_object_stats(read_bytes(object));
-      CHECK(stats.elf);
-      CHECK(stats.machine == sagejit::tools::elf_machine_amdgpu);
+  if (amd)
+    check_emitted_objects(emit, ".co", ".gfx1201.co", sagejit::tools::elf_machine_amdgpu, [](const auto& stats) {
       CHECK(stats.kernels >= 1);
-      CHECK(stats.registers.has_value());
       CHECK(stats.static_shared.has_value());
       CHECK(stats.scratch.has_value());
-    }
-  }
-  if (nvidia) {
-    const auto cubins = files_with_extension(emit, ".cubin");
-    REQUIRE(cubins.size() == 2);
-    for (const fs::path& cubin : cubins) {
-      INFO(cubin.string());
-      CHECK(cubin.filename().string().find(".sm_90.cubin") != std::string::npos);
-      const auto stats = sagejit::tools::read_code_object_stats(read_bytes(cubin));
-      CHECK(stats.elf);
-      CHECK(stats.machine == sagejit::tools::elf_machine_cuda);
-      CHECK(stats.registers.has_value());
+    });
+  if (nvidia)
+    check_emitted_objects(emit, ".cubin", ".sm_90.cubin", sagejit::tools::elf_machine_cuda, [](const auto& stats) {
+      REQUIRE(stats.registers.has_value());
       CHECK(*stats.registers > 0);
-    }
-  }
+    });
 
   // A dry run lists the same objects as cached and compiles nothing.
   const RunResult dry = run(SAGEJIT_TOOL_PRECOMPILE, precompile_arguments(cache, amd, nvidia) + " --dry-run");

@@ -11,32 +11,11 @@
 #include "core/error.hpp"
 #include "dev/table_merge.hpp"
 #include "tuning/tuning_table.hpp"
+#include "tuning_table_example.hpp"
 
 using namespace sagejit;
 
 namespace {
-
-const char* const valid_table = R"({
-  "schema": 1, "arch": "gfx1201",
-  "kernels": {
-    "attention": {
-      "params": {"block_n": [32, 64], "rows_per_wave": [16, 32], "stages": [1, 2], "waves": [2, 4, 8]},
-      "default": {"block_n": 32, "rows_per_wave": 32, "stages": 2, "waves": 4},
-      "entries": [
-        {"problem": {"dtype": "bf16", "head_dim": 128, "causal": false, "gqa_ratio": 1,
-                     "seq_q": [1024, 65536], "seq_kv": [1024, 65536]},
-         "config": {"block_n": 64, "rows_per_wave": 32, "stages": 2, "waves": 4},
-         "measured": {"device": "NVIDIA H200", "date": "2026-11-30", "tool": "sagejit-autotune 0.1.0",
-                      "time_us": 123.4, "tops": 456.7},
-         "candidates": [{"config": {"block_n": 32, "rows_per_wave": 16, "stages": 1, "waves": 2}, "time_us": 150}]},
-        {"problem": {"dtype": "fp16", "head_dim": 64, "causal": true, "seq_kv": [1, 512]},
-         "config": {"block_n": 32, "rows_per_wave": 16, "stages": 1, "waves": 8},
-         "measured": null, "reason": "carried over"}
-      ]
-    },
-    "prepare": {"params": {"threads": [128, 256]}, "default": {"threads": 256}, "entries": []}
-  }
-})";
 
 // Exercises a table that loaded: lookup at several shapes, merge and canonical round trip.
 void use(const TableFile& file, const nlohmann::json& document) {
@@ -77,7 +56,7 @@ int load(const std::string& text) {
 }  // namespace
 
 TEST_CASE("every truncation of a valid table is rejected with Error") {
-  const std::string text = valid_table;
+  const std::string text = test::example_table_text;
   REQUIRE(load(text) == 1);
   int accepted = 0;
   for (std::size_t length = 0; length < text.size(); ++length) accepted += load(text.substr(0, length));
@@ -89,7 +68,7 @@ TEST_CASE("randomly mutated tables give Error or a valid table, never a crash") 
   const unsigned seed = std::random_device{}();
   MESSAGE("random seed " << seed);
   std::mt19937 rng(seed);
-  const std::string base = valid_table;
+  const std::string base = test::example_table_text;
   const std::string alphabet = "{}[]\":,-.0123456789eE+ truefalsnul\\/xabc\n\x01\xff";
   auto random_index = [&](std::size_t size) { return std::uniform_int_distribution<std::size_t>(0, size - 1)(rng); };
   int rejected = 0, accepted = 0;

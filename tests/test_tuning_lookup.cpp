@@ -59,16 +59,20 @@ TuningTables tables_of(std::vector<Json> files) {
 }
 
 ProblemKey key(int seq_q, int seq_kv, int gqa = 1) {
-  ProblemKey k;
-  k.kernel = "attention";
-  k.arch = "sm_90";
-  k.dtype = DType::bf16;
-  k.head_dim = 128;
-  k.causal = false;
-  k.gqa_ratio = gqa;
-  k.seq_q = seq_q;
-  k.seq_kv = seq_kv;
-  return k;
+  return {.kernel = "attention", .arch = "sm_90", .dtype = DType::bf16, .head_dim = 128, .causal = false,
+          .gqa_ratio = gqa, .seq_q = seq_q, .seq_kv = seq_kv};
+}
+
+// The message of the Error that looking `k` up throws, once its code is checked to be `expected`.
+std::string lookup_error(const TuningTables& tables, const ProblemKey& k, ErrorCode expected) {
+  try {
+    tables.lookup(k);
+  } catch (const Error& e) {
+    CHECK(e.code() == expected);
+    return e.what();
+  }
+  FAIL("no error for " << describe(k));
+  return {};
 }
 
 }  // namespace
@@ -199,36 +203,19 @@ TEST_CASE("arch: target features are ignored, aliases resolve, unknown arch/kern
   CHECK(tables.archs() == std::vector<std::string>{"gfx1200", "gfx1201"});
 
   k.arch = "gfx1100";
-  try {
-    tables.lookup(k);
-    FAIL("no error for an arch without a table");
-  } catch (const Error& e) {
-    CHECK(e.code() == ErrorCode::unsupported);
-    CHECK(std::string(e.what()).find("gfx1100") != std::string::npos);
-    CHECK(std::string(e.what()).find("gfx1201") != std::string::npos);
-  }
+  const std::string no_table = lookup_error(tables, k, ErrorCode::unsupported);
+  CHECK(no_table.find("gfx1100") != std::string::npos);
+  CHECK(no_table.find("gfx1201") != std::string::npos);
   k.arch = "gfx1201";
   k.kernel = "softmax";
   CHECK_THROWS_AS(tables.lookup(k), Error);
   CHECK_THROWS_AS(tables.space("softmax", "gfx1201"), Error);
   k.kernel = "attention";
   k.dtype = DType::fp32;
-  try {
-    tables.lookup(k);
-    FAIL("no error for fp32");
-  } catch (const Error& e) {
-    CHECK(e.code() == ErrorCode::unsupported);
-    CHECK(std::string(e.what()).find("fp32") != std::string::npos);
-  }
+  CHECK(lookup_error(tables, k, ErrorCode::unsupported).find("fp32") != std::string::npos);
   k.dtype = DType::bf16;
   k.seq_kv = 0;
-  try {
-    tables.lookup(k);
-    FAIL("no error for seq_kv 0");
-  } catch (const Error& e) {
-    CHECK(e.code() == ErrorCode::invalid_argument);
-    CHECK(std::string(e.what()).find("seq_kv") != std::string::npos);
-  }
+  CHECK(lookup_error(tables, k, ErrorCode::invalid_argument).find("seq_kv") != std::string::npos);
 }
 
 TEST_CASE("shipped tables: embedded, valid, canonical, with the documented spaces and defaults") {

@@ -27,16 +27,8 @@ namespace {
 const std::string data_dir = std::string(SAGEJIT_SOURCE_DIR) + "/tests/data/tuning";
 
 ProblemKey key(std::string arch, DType dtype, int head_dim, bool causal, int seq_q, int seq_kv, int gqa = 1) {
-  ProblemKey k;
-  k.kernel = "attention";
-  k.arch = std::move(arch);
-  k.dtype = dtype;
-  k.head_dim = head_dim;
-  k.causal = causal;
-  k.gqa_ratio = gqa;
-  k.seq_q = seq_q;
-  k.seq_kv = seq_kv;
-  return k;
+  return {.kernel = "attention", .arch = std::move(arch), .dtype = dtype, .head_dim = head_dim, .causal = causal,
+          .gqa_ratio = gqa, .seq_q = seq_q, .seq_kv = seq_kv};
 }
 
 std::string error_of(const std::function<void()>& action, ErrorCode expected = ErrorCode::config_error) {

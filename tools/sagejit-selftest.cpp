@@ -49,16 +49,8 @@ struct Feature {
 
 AttentionShape shape(int batch, int heads, int seq_q, int seq_kv, int head_dim, DType dtype = DType::bf16,
                      bool causal = false, int gqa = 1) {
-  AttentionShape s;
-  s.batch = batch;
-  s.heads_q = heads;
-  s.seq_q = seq_q;
-  s.seq_kv = seq_kv;
-  s.head_dim = head_dim;
-  s.dtype = dtype;
-  s.causal = causal;
-  s.gqa_ratio = gqa;
-  return s;
+  return {.batch = batch, .heads_q = heads, .seq_q = seq_q, .seq_kv = seq_kv, .head_dim = head_dim, .gqa_ratio = gqa,
+          .causal = causal, .dtype = dtype};
 }
 
 // The feature matrix. --quick keeps one small problem per feature; the full run adds sizes and the

@@ -60,16 +60,8 @@ AttentionCall AttentionShape::call() const {
 }
 
 ProblemKey AttentionShape::problem_key(const std::string& arch) const {
-  ProblemKey key;
-  key.kernel = "attention";
-  key.arch = arch;
-  key.dtype = dtype;
-  key.head_dim = head_dim;
-  key.causal = causal;
-  key.gqa_ratio = gqa_ratio;
-  key.seq_q = seq_q;
-  key.seq_kv = seq_kv;
-  return key;
+  return {.kernel = "attention", .arch = arch, .dtype = dtype, .head_dim = head_dim, .causal = causal,
+          .gqa_ratio = gqa_ratio, .seq_q = seq_q, .seq_kv = seq_kv};
 }
 
 AttentionShape parse_shape(std::string_view text, std::string_view what) {
