@@ -28,19 +28,23 @@ for tree in before after; do
 done
 configs=(--config "warps=4,rows_per_warp=16,block_n=128,stages=2,pv_fp16=0,min_blocks=3,wgmma=1"
          --config "warps=4,rows_per_warp=32,block_n=64,stages=2,pv_fp16=1")
-for round in 1 2; do
+# The anchor shapes of docs/NVIDIA.md (issue 17's table).
+shapes=(--shape flux-4608-d128 --shape video-16k-d128 --shape wan-32k-d128 --shape vae-8k-d64
+        --shape llm-4k-d128-causal --shape video-16k-d128-causal)
+rounds=${ROUNDS:-1}
+for round in $(seq 1 "$rounds"); do
   for tree in before after; do
-    /tmp/sj-$tree/bench/bench_attention "${configs[@]}" --iterations 10 >"$out/bench-$tree-$round.json" \
+    /tmp/sj-$tree/bench/bench_attention "${configs[@]}" "${shapes[@]}" --iterations 10 >"$out/bench-$tree-$round.json" \
       2>"$out/bench-$tree-$round.err"
     echo "$tree bench round $round rc=$?"
   done
 done
-python3 - "$out" <<'PY'
+python3 - "$out" "$rounds" <<'PY'
 import json, sys, statistics
-out = sys.argv[1]
+out, rounds = sys.argv[1], int(sys.argv[2])
 rows = {}
 for tree in ("before", "after"):
-    for rnd in (1, 2):
+    for rnd in range(1, rounds + 1):
         for r in json.load(open(f"{out}/bench-{tree}-{rnd}.json"))["results"]:
             key = (r["shape"], r["config"])
             rows.setdefault(key, {}).setdefault(tree, []).append(r.get("tops"))

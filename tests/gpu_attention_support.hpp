@@ -17,6 +17,7 @@
 #include "device/device.hpp"
 #include "jit/jit.hpp"
 #include "plan/attention_runner.hpp"
+#include "dev/attention_harness.hpp"
 #include "dev/numerics/emulator.hpp"
 #include "dev/numerics/host_tensor.hpp"
 #include "dev/numerics/random_fill.hpp"
@@ -73,16 +74,6 @@ struct Case {
                        heads_q, heads_kv, seq_q, seq_kv, head_dim, to_string(layout), causal, smooth_k, lse,
                        config_id(attention));
   }
-  // The emulator's options for the plan the case ran with (its block_n and V format).
-  numerics::EmulatorOptions emulator_options(const AttentionPlan& plan) const {
-    numerics::EmulatorOptions options;
-    options.causal = causal;
-    options.smooth_k = smooth_k;
-    options.return_lse = lse;
-    options.block_n = plan.attention_config.at("block_n");
-    options.pv_fp16 = plan.spec.v.pv_fp16;
-    return options;
-  }
 };
 
 constexpr std::size_t guard_elements = 4096;  // poisoned elements after the output and the LSE
@@ -94,6 +85,7 @@ struct CaseResult {
   std::vector<std::uint8_t> workspace;  // the whole workspace after the call
   WorkspaceLayout layout;
   AttentionPlan plan;                   // what ran
+  AttentionCall call;                   // with which sizes, strides and scale
   bool out_guard_intact = true, lse_guard_intact = true, out_padding_intact = true;
 };
 
@@ -105,11 +97,6 @@ inline void fill(numerics::HostTensor& tensor, Fill kind, std::mt19937_64& rng) 
   }
 }
 
-inline RowStrides row_strides(const numerics::HostTensor& tensor) {
-  const auto& s = tensor.host_view().strides;
-  return {s[0], s[1], s[2]};
-}
-
 // Runs the case on the GPU. K gets `fill`; Q and V are normal.
 inline CaseResult run_case(const Gpu& gpu, const Case& c) {
   std::mt19937_64 rng(c.seed);
@@ -118,7 +105,7 @@ inline CaseResult run_case(const Gpu& gpu, const Case& c) {
   CaseResult r{numerics::HostTensor(q_dims, c.dtype, c.layout, c.padding),
                numerics::HostTensor(kv_dims, c.dtype, c.layout, c.padding),
                numerics::HostTensor(kv_dims, c.dtype, c.layout, c.padding),
-               numerics::HostTensor(q_dims, c.dtype, c.layout, c.padding), {}, {}, {}, {}};
+               numerics::HostTensor(q_dims, c.dtype, c.layout, c.padding), {}, {}, {}, {}, {}};
   fill(r.q, Fill::normal, rng);
   fill(r.k, c.fill, rng);
   fill(r.v, Fill::normal, rng);
@@ -140,32 +127,17 @@ inline CaseResult run_case(const Gpu& gpu, const Case& c) {
   DeviceBuffer lse = device_buffer(gpu, lse_host.size() * 4);
   lse.upload(lse_host.data(), lse_host.size() * 4);
 
-  AttentionCall call;
-  call.batch = c.batch;
-  call.heads_q = c.heads_q;
-  call.heads_kv = c.heads_kv;
-  call.seq_q = c.seq_q;
-  call.seq_kv = c.seq_kv;
-  call.head_dim = c.head_dim;
-  call.dtype = c.dtype;
-  call.q = q.get();
-  call.k = k.get();
-  call.v = v.get();
-  call.out = out.get();
-  call.q_strides = row_strides(r.q);
-  call.k_strides = row_strides(r.k);
-  call.v_strides = row_strides(r.v);
-  call.out_strides = row_strides(r.out);
-  call.causal = c.causal;
-  call.sm_scale = numerics::default_sm_scale(c.head_dim);
-  call.smooth_k = c.smooth_k;
-  call.lse = c.lse ? static_cast<float*>(lse.get()) : nullptr;
+  AttentionCall call = attention_call_for(r.q, r.k, r.v, r.out,
+                                          {q.get(), k.get(), v.get(), out.get(),
+                                           c.lse ? static_cast<float*>(lse.get()) : nullptr},
+                                          c.causal, c.smooth_k);
   call.attention_config = c.attention;
   call.prepare_config = c.prepare;
 
   const AttentionPlan plan = plan_attention(call, device_target(*gpu.device, gpu.ordinal));
   r.layout = plan.workspace;
   r.plan = plan;
+  r.call = call;
   std::vector<std::uint8_t> poison(r.layout.total_bytes, 0xA5);  // unwritten workspace shows up as 0xA5
   DeviceBuffer workspace = device_buffer(gpu, r.layout.total_bytes);
   workspace.upload(poison.data(), poison.size());

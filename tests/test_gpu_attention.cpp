@@ -39,7 +39,7 @@ void check_attention(const Gpu& gpu, const Case& c, const Expect& expect) {
   CHECK(r.lse_guard_intact);
 
   const numerics::EmulatorResult emulated =
-      numerics::emulate(r.q.view(), r.k.view(), r.v.view(), c.layout, c.emulator_options(r.plan), Layout::HND);
+      numerics::emulate(r.q.view(), r.k.view(), r.v.view(), c.layout, emulator_options_for(r.plan, r.call), Layout::HND);
   std::vector<double> emulated_out(emulated.out.dims().count());
   {
     std::size_t i = 0;

@@ -15,41 +15,13 @@ using namespace sagejit::test;
 
 namespace {
 
-template <typename T>
-std::vector<T> read_section(const CaseResult& r, std::size_t offset, std::size_t count) {
-  std::vector<T> values(count);
-  std::memcpy(values.data(), r.workspace.data() + offset, count * sizeof(T));
-  return values;
-}
-
-// The GPU workspace in the emulator's PreparedTensors form (same layouts by contract).
-numerics::PreparedTensors gpu_prepared(const CaseResult& r, const numerics::PreparedTensors& expected) {
-  numerics::PreparedTensors actual = expected;  // sizes and metadata; every buffer is replaced below
-  const auto count = [](const auto& v) { return v.size(); };
-  actual.q8 = read_section<std::int8_t>(r, r.layout.q8, count(expected.q8));
-  actual.q_scale = read_section<float>(r, r.layout.q_scale, count(expected.q_scale));
-  actual.k8 = read_section<std::int8_t>(r, r.layout.k8, count(expected.k8));
-  actual.k_scale = read_section<float>(r, r.layout.k_scale, count(expected.k_scale));
-  actual.k_mean = read_section<float>(r, r.layout.k_mean, count(expected.k_mean));
-  if (expected.pv_fp16)
-    actual.v16 = read_section<std::uint16_t>(r, r.layout.v_quant, count(expected.v16));
-  else
-    actual.v8 = read_section<std::uint8_t>(r, r.layout.v_quant, count(expected.v8));
-  actual.v_scale = read_section<float>(r, r.layout.v_scale, count(expected.v_scale));
-  actual.lse_delta = read_section<float>(r, r.layout.lse_delta, count(expected.lse_delta));
-  return actual;
-}
-
 void check_prepare(const Gpu& gpu, const Case& c) {
   CAPTURE(c.describe());
   const CaseResult r = run_case(gpu, c);
   const numerics::PreparedTensors expected =
-      numerics::prepare(r.q.view(), r.k.view(), r.v.view(), c.layout, c.emulator_options(r.plan));
-  const numerics::PreparedTensors actual = gpu_prepared(r, expected);
-  // The V key order the plan's attention kernel reads (its descriptor's VInput).
-  numerics::KeySlotMap slot_map;
-  if (r.plan.spec.v.order == VOrder::sm80_fp8_permuted) slot_map = [](int key) { return sj_sm80_v_slot_of_key(key); };
-  const auto mismatch = numerics::compare_prepared(expected, actual, slot_map);
+      numerics::prepare(r.q.view(), r.k.view(), r.v.view(), c.layout, emulator_options_for(r.plan, r.call));
+  const numerics::PreparedTensors actual = prepared_from_workspace(std::as_bytes(std::span(r.workspace)), r.plan, r.call);
+  const auto mismatch = numerics::compare_prepared(expected, actual, v_key_slots(r.plan));
   if (mismatch) FAIL(mismatch->describe());
 
   if (c.lse && c.smooth_k) {

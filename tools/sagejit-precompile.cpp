@@ -46,7 +46,7 @@ struct Options {
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::string> kernels;
   std::vector<std::string> dtypes{"bf16", "fp16"};
-  std::vector<int> head_dims{64, 128};
+  std::vector<int> head_dims{std::begin(kernel_head_dims), std::end(kernel_head_dims)};
   bool dry_run = false;
   bool all_candidates = false;
   bool all_specializations = false;
@@ -427,9 +427,9 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", options.dtypes, "Input dtypes to specialize for (default: bf16,fp16)")
       ->delimiter(',')
       ->check(CLI::IsMember({"bf16", "fp16"}));
-  app.add_option("--head-dim", options.head_dims, "Head dims to specialize for (default: 64,128)")
+  app.add_option("--head-dim", options.head_dims, "Head dims to specialize for (default: " + kernel_head_dims_text() + ")")
       ->delimiter(',')
-      ->check(CLI::IsMember({64, 128}));
+      ->check(CLI::IsMember(std::vector<int>(std::begin(kernel_head_dims), std::end(kernel_head_dims))));
   app.add_flag("--all-candidates", options.all_candidates, "Build every config of the tuning space, not just table + default");
   app.add_flag("--all-specializations", options.all_specializations, "Also build the LSE-output variants");
   app.add_flag("--dry-run", options.dry_run, "List what would be built (and what is cached) without compiling");

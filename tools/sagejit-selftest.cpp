@@ -26,6 +26,8 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "jit/jit.hpp"
+#include "jit/kernel_desc.hpp"
+#include "dev/attention_harness.hpp"
 #include "dev/numerics/workspace_compare.hpp"
 
 using namespace sagejit;
@@ -80,8 +82,8 @@ std::vector<Feature> feature_matrix(bool quick, unsigned seed) {
   };
   if (!quick) {
     unsigned salt = 100;
-    for (DType dtype : {DType::bf16, DType::fp16})
-      for (int head_dim : {64, 128})
+    for (DType dtype : kernel_dtypes)
+      for (int head_dim : kernel_head_dims)
         for (bool causal : {false, true})
           features.push_back({fmt::format("{} d{}{} 1x4x1024", dtype == DType::fp16 ? "fp16" : "bf16", head_dim,
                                           causal ? " causal" : ""),
@@ -103,12 +105,6 @@ struct FeatureResult {
   std::string error;  // an exception (compile error, launch failure, ...)
 };
 
-// The V key order the plan's attention kernel reads (its descriptor's VInput).
-numerics::KeySlotMap v_key_slot(const AttentionPlan& plan) {
-  if (plan.spec.v.order == VOrder::sm80_fp8_permuted) return [](int key) { return sj_sm80_v_slot_of_key(key); };
-  return {};
-}
-
 FeatureResult run_feature(const CallDevice& device, const Feature& feature) {
   FeatureResult result;
   result.name = feature.name;
@@ -125,7 +121,7 @@ FeatureResult run_feature(const CallDevice& device, const Feature& feature) {
     const numerics::PreparedTensors expected =
         numerics::prepare(trial.q().view(), trial.k().view(), trial.v().view(), feature.settings.layout, options);
     const numerics::PreparedTensors actual = trial.download_prepared(choice);
-    const auto mismatch = numerics::compare_prepared(expected, actual, v_key_slot(choice));
+    const auto mismatch = numerics::compare_prepared(expected, actual, v_key_slots(choice));
     result.prepare_ok = !mismatch;
     result.prepare = mismatch ? mismatch->describe() : "bit-exact";
 

@@ -1,5 +1,6 @@
 #include "common/attention_trial.hpp"
 
+#include "dev/attention_harness.hpp"
 #include "jit/jit.hpp"
 #include "plan/attention_runner.hpp"
 
@@ -22,16 +23,6 @@ TensorView device_view(const numerics::HostTensor& host, const DeviceBuffer& buf
   view.data = buffer.get();
   view.device = ordinal;
   return view;
-}
-
-template <typename T>
-std::vector<T> slice(const std::vector<std::byte>& bytes, std::size_t offset, std::size_t count) {
-  if (offset + count * sizeof(T) > bytes.size())
-    fail(ErrorCode::internal, "workspace section at {} with {} elements runs past the workspace ({} bytes)", offset,
-         count, bytes.size());
-  std::vector<T> out(count);
-  std::memcpy(out.data(), bytes.data() + offset, count * sizeof(T));
-  return out;
 }
 
 }  // namespace
@@ -70,30 +61,11 @@ AttentionTrial::AttentionTrial(const CallDevice& device, const AttentionShape& s
 
 AttentionCall AttentionTrial::call(int set, const TileConfig& attention, const TileConfig& prepare) const {
   const std::size_t index = static_cast<std::size_t>(set) % q_.size();
-  const auto strides = [](const numerics::HostTensor& tensor) {
-    const auto& s = tensor.host_view().strides;  // logical (b, h, n, d) order whatever the layout
-    return RowStrides{s[0], s[1], s[2]};
-  };
-  AttentionCall call;
-  call.batch = shape_.batch;
-  call.heads_q = shape_.heads_q;
-  call.heads_kv = shape_.heads_kv();
-  call.seq_q = shape_.seq_q;
-  call.seq_kv = shape_.seq_kv;
-  call.head_dim = shape_.head_dim;
-  call.dtype = shape_.dtype;
-  call.q = q_[index].get();
-  call.k = k_[index].get();
-  call.v = v_[index].get();
-  call.out = out_->get();
-  call.q_strides = strides(*host_q_);
-  call.k_strides = strides(*host_k_);
-  call.v_strides = strides(*host_v_);
-  call.out_strides = strides(*out_template_);
-  call.causal = shape_.causal;
-  call.sm_scale = numerics::default_sm_scale(shape_.head_dim);  // the emulator's default, bit for bit
-  call.smooth_k = settings_.smooth_k;
-  call.lse = settings_.lse ? static_cast<float*>(lse_->get()) : nullptr;
+  AttentionCall call = attention_call_for(
+      *host_q_, *host_k_, *host_v_, *out_template_,
+      {q_[index].get(), k_[index].get(), v_[index].get(), out_->get(),
+       settings_.lse ? static_cast<float*>(lse_->get()) : nullptr},
+      shape_.causal, settings_.smooth_k);
   call.attention_config = attention;
   call.prepare_config = prepare;
   return call;
@@ -139,48 +111,13 @@ std::vector<float> AttentionTrial::download_lse() const {
 numerics::PreparedTensors AttentionTrial::download_prepared(const AttentionPlan& plan) const {
   if (!workspace_) fail(ErrorCode::internal, "download_prepared before any call");
   device_.backend->synchronize(device_.info.ordinal, nullptr);
-  const WorkspaceLayout& layout = plan.workspace;
-  std::vector<std::byte> bytes(layout.total_bytes);
+  std::vector<std::byte> bytes(plan.workspace.total_bytes);
   workspace_->download(bytes.data(), bytes.size());
-
-  numerics::PreparedTensors prepared;
-  prepared.batch = shape_.batch;
-  prepared.heads_q = shape_.heads_q;
-  prepared.heads_kv = shape_.heads_kv();
-  prepared.seq_q = shape_.seq_q;
-  prepared.seq_kv = shape_.seq_kv;
-  prepared.seq_q_pad = layout.seq_q_pad;
-  prepared.seq_kv_pad = layout.seq_kv_pad;
-  prepared.head_dim = shape_.head_dim;
-  prepared.dtype = shape_.dtype;
-  prepared.smooth_k = settings_.smooth_k;
-  prepared.pv_fp16 = plan.spec.v.pv_fp16;
-  const std::size_t bq = static_cast<std::size_t>(shape_.batch) * shape_.heads_q;
-  const std::size_t bk = static_cast<std::size_t>(shape_.batch) * shape_.heads_kv();
-  const std::size_t d = shape_.head_dim;
-  const std::size_t nq = layout.seq_q_pad, nk = layout.seq_kv_pad;
-  prepared.q8 = slice<std::int8_t>(bytes, layout.q8, bq * nq * d);
-  prepared.q_scale = slice<float>(bytes, layout.q_scale, bq * (nq / 32));
-  prepared.k8 = slice<std::int8_t>(bytes, layout.k8, bk * nk * d);
-  prepared.k_scale = slice<float>(bytes, layout.k_scale, bk * (nk / 32));
-  prepared.k_mean = slice<float>(bytes, layout.k_mean, bk * d);
-  if (plan.spec.v.pv_fp16)
-    prepared.v16 = slice<std::uint16_t>(bytes, layout.v_quant, bk * d * nk);
-  else
-    prepared.v8 = slice<std::uint8_t>(bytes, layout.v_quant, bk * d * nk);
-  prepared.v_scale = slice<float>(bytes, layout.v_scale, bk * d);
-  return prepared;
+  return prepared_from_workspace(bytes, plan, call(0, plan.attention_config, plan.prepare_config));
 }
 
 numerics::EmulatorOptions AttentionTrial::emulator_options(const AttentionPlan& plan) const {
-  numerics::EmulatorOptions options;
-  options.causal = shape_.causal;
-  options.smooth_k = settings_.smooth_k;
-  options.return_lse = settings_.lse;
-  const auto block_n = plan.attention_config.find("block_n");
-  if (block_n != plan.attention_config.end()) options.block_n = block_n->second;
-  options.pv_fp16 = plan.spec.v.pv_fp16;
-  return options;
+  return emulator_options_for(plan, call(0, plan.attention_config, plan.prepare_config));
 }
 
 }  // namespace sagejit::tools
