@@ -16,6 +16,7 @@
 // head's V workspace must be below 4 GiB (Nk_pad * D < 2^32): per-lane tile offsets are 32-bit.
 #include "common/prelude.h"
 #include "common/online_softmax.h"
+#include "common/query_block.h"
 #include "arch/mma_gfx12.h"
 
 #if !defined(SJ_HEAD_DIM) || !defined(SJ_DTYPE) || !defined(SJ_CAUSAL) || !defined(SJ_WRITE_LSE) || \
@@ -152,12 +153,7 @@ void sj_attention_gfx12(SjAttentionParams p) {
   const int tid = (int)sj_thread_x();
   const int wave = __builtin_amdgcn_readfirstlane(tid / SJ_GFX12_WAVE);  // uniform: lets branches stay scalar
   const int lane = tid % SJ_GFX12_WAVE;
-  // Causal: the last query blocks have the most keys; start them first (grid x runs backwards).
-  const int group = (int)(sj_grid_x() - 1u - sj_block_x());
-  const int hq = (int)sj_block_y();
-  const int b = (int)sj_block_z();
-  const int hk = hq / p.gqa_ratio;
-  const int group_row0 = group * kRowsPerGroup;
+  [[maybe_unused]] const auto [group, hq, b, hk, group_row0] = sj_query_block(p, kRowsPerGroup, /*heaviest_first=*/true);
   const int wave_row0 = group_row0 + wave * kRowsPerWave;
   const int seq_q = p.seq_q, seq_kv = p.seq_kv;
 

@@ -16,6 +16,7 @@
 #include "arch/mma_sm80.h"
 #include "common/online_softmax.h"
 #include "common/prelude.h"
+#include "common/query_block.h"
 
 #define SJ_D SJ_HEAD_DIM
 #define SJ_BLOCK_M (SJ_WARPS * SJ_ROWS_PER_WARP)
@@ -53,11 +54,7 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   extern __shared__ __align__(128) unsigned char sj_smem[];
   const int lane = (int)sj_thread_x() & 31, warp = (int)sj_thread_x() >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int query_blocks = (int)sj_grid_x();
-  const int block = SJ_CAUSAL ? query_blocks - 1 - (int)sj_block_x() : (int)sj_block_x();
-  const int hq = (int)sj_block_y(), b = (int)sj_block_z();
-  const int hk = hq / p.gqa_ratio;
-  const int q0 = block * SJ_BLOCK_M;
+  [[maybe_unused]] const auto [block, hq, b, hk, q0] = sj_query_block(p, SJ_BLOCK_M, SJ_CAUSAL);
   const int warp_q0 = q0 + warp * SJ_ROWS_PER_WARP;
 
   const sj_i64 q_head = (sj_i64)b * p.heads_q + hq;

@@ -25,6 +25,13 @@ void set_sizes(Params& params, const AttentionPlan& plan) {
   params.seq_kv_pad = static_cast<int>(plan.workspace.seq_kv_pad);
 }
 
+// The (batch, head, token) strides of a tensor into a parameter struct's three fields.
+void set_strides(const RowStrides& strides, long long& batch, long long& head, long long& token) {
+  batch = strides.batch;
+  head = strides.head;
+  token = strides.token;
+}
+
 void launch(Device& device, int ordinal, const LoadedKernel& kernel, const KernelDesc& desc, int entry,
             const TileConfig& config, const AttentionPlan& plan, Stream stream, void* params) {
   void* args[] = {params};
@@ -51,15 +58,9 @@ void run_attention(Device& device, int ordinal, const AttentionPlan& plan, const
   pp.q = call.q;
   pp.k = call.k;
   pp.v = call.v;
-  pp.q_stride_b = call.q_strides.batch;
-  pp.q_stride_h = call.q_strides.head;
-  pp.q_stride_n = call.q_strides.token;
-  pp.k_stride_b = call.k_strides.batch;
-  pp.k_stride_h = call.k_strides.head;
-  pp.k_stride_n = call.k_strides.token;
-  pp.v_stride_b = call.v_strides.batch;
-  pp.v_stride_h = call.v_strides.head;
-  pp.v_stride_n = call.v_strides.token;
+  set_strides(call.q_strides, pp.q_stride_b, pp.q_stride_h, pp.q_stride_n);
+  set_strides(call.k_strides, pp.k_stride_b, pp.k_stride_h, pp.k_stride_n);
+  set_strides(call.v_strides, pp.v_stride_b, pp.v_stride_h, pp.v_stride_n);
   set_sizes(pp, plan);
   pp.q_mul = static_cast<float>(static_cast<double>(call.sm_scale) * 1.4426950408889634);
   pp.smooth_k = plan.smooth_k ? 1 : 0;
@@ -89,9 +90,7 @@ void run_attention(Device& device, int ordinal, const AttentionPlan& plan, const
   ap.v_scale = pp.v_scale;
   ap.lse_delta = pp.lse_delta;
   ap.out = call.out;
-  ap.o_stride_b = call.out_strides.batch;
-  ap.o_stride_h = call.out_strides.head;
-  ap.o_stride_n = call.out_strides.token;
+  set_strides(call.out_strides, ap.o_stride_b, ap.o_stride_h, ap.o_stride_n);
   ap.lse = call.lse;
   set_sizes(ap, plan);
   ap.gqa_ratio = shape.heads_q / shape.heads_kv;
