@@ -12,6 +12,7 @@
 #include "jit/jit.hpp"
 #include "jit/kernel_config.hpp"
 #include "kernels/registry.hpp"
+#include "plan/attention_plan.hpp"
 #include "tuning/tuning_table.hpp"
 #if SAGEJIT_HAVE_CODE_OBJECT_STATS
 #include "common/code_object_stats.hpp"
@@ -140,4 +141,27 @@ TEST_CASE("attention_sm90 is compiled for sm_90a, and every valid config of the 
     }
   }
   CHECK(compiled >= 2);
+}
+
+TEST_CASE("the attention plan resolves the switch: each kernel gets the config it reads") {
+  const TileConfig on = wgmma_config(4, 128, 2, 3);
+  TileConfig off = on;
+  off["wgmma"] = 0;
+  off["block_n"] = 64;
+  CHECK(kernel_config_of(kernel_by_name("attention_sm80"), off).count("wgmma") == 0);
+  CHECK(kernel_config_of(kernel_by_name("attention_sm90"), on).at("wgmma") == 1);
+  AttentionCall call;
+  call.seq_q = call.seq_kv = 300;
+  call.sm_scale = 0.125f;
+  call.attention_config = off;
+  const AttentionPlan mma = plan_attention(call, "sm_90");
+  CHECK(mma.attention->name == "attention_sm80");
+  CHECK(mma.attention_config.count("wgmma") == 0);
+  CHECK(mma.spec.v == VInput{false, VOrder::sm80_fp8_permuted});  // what prepare must write for it
+  call.attention_config = on;
+  const AttentionPlan wgmma = plan_attention(call, "sm_90");
+  CHECK(wgmma.attention->name == "attention_sm90");
+  CHECK(wgmma.prepare->name == "prepare");
+  CHECK(wgmma.workspace.total_bytes == mma.workspace.total_bytes);  // same V format, same layout
+  CHECK_THROWS_AS(plan_attention(call, "sm_89"), Error);             // wgmma is Hopper-only
 }

@@ -1,8 +1,8 @@
 // Descriptor of kernel_src/attention_sm80.cu (mma.sync; NVIDIA sm_80+ ISA, fp8 PV needs sm_89+).
 // Config parameters (configs/sm_*.json): warps, rows_per_warp, block_n, stages, pv_fp16, and the
 // optional min_blocks (CTAs per SM requested through __launch_bounds__, which caps the registers per
-// thread at 65536 / (min_blocks * threads); default 1 = no cap beyond 255). wgmma=0 (or absent)
-// selects this kernel on sm_90 (wgmma=1 selects attention_sm90).
+// thread at 65536 / (min_blocks * threads); default 1 = no cap beyond 255). On sm_90 it serves the
+// configs that do not switch attention_sm90 on (wgmma=0 or absent; the registry drops the switch).
 #include <fmt/format.h>
 
 #include "kernels/launch_shapes.hpp"
@@ -56,8 +56,7 @@ extern const KernelDesc attention_sm80_kernel{
                {"block_n", {32, 64, 128}, 64, "SJ_BLOCK_N"},
                {"stages", {1, 2, 3}, 2, "SJ_STAGES"},
                {"pv_fp16", {0, 1}, 0, "SJ_PV_FP16"},
-               {"min_blocks", {1, 2, 3, 4}, 1, "SJ_MIN_BLOCKS"},
-               {"wgmma", {0}, 0, ""}},
+               {"min_blocks", {1, 2, 3, 4}, 1, "SJ_MIN_BLOCKS"}},
     .check_resources = sm80_resources,
     .geometry = sm80_geometry,
     .v_input = sm80_v_input,

@@ -67,6 +67,15 @@ const KernelDesc& find_kernel(std::string_view family, std::string_view target, 
   return find_kernel(family, target);
 }
 
+TileConfig kernel_config_of(const KernelDesc& desc, const TileConfig& config) {
+  TileConfig own = config;
+  for (const KernelDesc* other : all_kernels())
+    if (other != &desc && other->family == desc.family && !other->config_switch.empty() &&
+        other->config_switch != desc.config_switch)
+      own.erase(other->config_switch);
+  return own;
+}
+
 bool family_supports(std::string_view family, std::string_view target) {
   for (const KernelDesc* desc : all_kernels())
     if (desc->family == family && kernel_supports(*desc, target)) return true;

@@ -25,6 +25,11 @@ const KernelDesc& find_kernel(std::string_view family, std::string_view target, 
 // True when `desc` is the kernel of its family that `config` selects (see find_kernel above).
 bool kernel_serves_config(const KernelDesc& desc, const TileConfig& config);
 
+// `config` as `desc` reads it: without the switch parameters of the family's other kernels (which
+// select a kernel and mean nothing to this one), so a switched variant needs no entry in the
+// descriptors of its siblings.
+TileConfig kernel_config_of(const KernelDesc& desc, const TileConfig& config);
+
 // True when `family` has a kernel for `target`.
 bool family_supports(std::string_view family, std::string_view target);
 
