@@ -39,6 +39,12 @@ class Compiler {
   virtual std::vector<std::string> base_options(const std::string& target) const = 0;
   // Names of environment variables that change this compiler's output; their values enter the key.
   virtual std::vector<std::string> option_env_vars() const { return {}; }
+  // Empty when this compiler can build `target` (a valid target of its vendor); otherwise why not,
+  // decided without compiling (e.g. hipRTC below ROCm 6.4 and gfx12). compile() refuses the same.
+  virtual std::string cannot_build(const std::string& target) const {
+    (void)target;
+    return {};
+  }
   // Throws Error(compile_error) with the log and the first error's rendered-source location.
   virtual CompileResult compile(const CompileRequest& request) const = 0;
 };

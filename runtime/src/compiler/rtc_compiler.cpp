@@ -90,15 +90,24 @@ class RtcCompiler final : public Compiler {
       require_nvidia_target(vendor_.name, target);
     else
       require_amd_target(vendor_.name, target);
-    const auto& floor = vendor_.family_floor;
-    if (!floor || parse_target(target).amd_family() != floor->family) return;
-    if (version_.major < floor->major || (version_.major == floor->major && version_.minor < floor->minor))
-      fail(ErrorCode::unsupported,
-           "{} ({}) cannot compile for {}: {} needs {} from {} {}.{} or newer (this is {} {}); "
-           "use the offline clang compiler instead (SAGEJIT_COMPILER=clang; clang++-22 or SAGEJIT_CLANG)",
-           identity_, library_.path(), target, floor->family, vendor_.display, floor->toolkit, floor->major,
-           floor->minor, floor->toolkit, version_.text);
+    if (const std::string reason = cannot_build(target); !reason.empty()) fail(ErrorCode::unsupported, "{}", reason);
   }
+
+ public:
+  // The vendor's family floor (gfx12 needs hipRTC from ROCm 6.4): the one place it is decided.
+  std::string cannot_build(const std::string& target) const override {
+    const auto& floor = vendor_.family_floor;
+    const auto parsed = try_parse_target(target);
+    if (!floor || !parsed || parsed->amd_family() != floor->family) return {};
+    if (version_.major > floor->major || (version_.major == floor->major && version_.minor >= floor->minor)) return {};
+    return fmt::format(
+        "{} ({}) cannot compile for {}: {} needs {} from {} {}.{} or newer (this is {} {}); "
+        "use the offline clang compiler instead (SAGEJIT_COMPILER=clang; clang++-22 or SAGEJIT_CLANG)",
+        identity_, library_.path(), target, floor->family, vendor_.display, floor->toolkit, floor->major, floor->minor,
+        floor->toolkit, version_.text);
+  }
+
+ private:
 
   // `call` without the vendor prefix: "CompileProgram" -> "hiprtcCompileProgram" in the message.
   void check(Result result, std::string_view call) const {

@@ -1,6 +1,5 @@
 #include "jit/compiler_choice.hpp"
 
-#include <charconv>
 #include <utility>
 
 #include "core/env.hpp"
@@ -9,19 +8,6 @@
 
 namespace sagejit {
 namespace {
-
-// "hiprtc 6.4.60401" -> {6, 4}; {0, 0} when unreadable.
-std::pair<int, int> hiprtc_version(const std::string& identity) {
-  const std::size_t space = identity.find(' ');
-  if (space == std::string::npos) return {0, 0};
-  int major = 0, minor = 0;
-  const char* first = identity.data() + space + 1;
-  const char* last = identity.data() + identity.size();
-  auto [end, error] = std::from_chars(first, last, major);
-  if (error != std::errc() || end == last || *end != '.') return {major, 0};
-  std::from_chars(end + 1, last, minor);
-  return {major, minor};
-}
 
 // The compiler named by the caller or SAGEJIT_COMPILER, checked against the vendor.
 std::optional<CompilerKind> named_compiler(const Target& target, std::optional<CompilerKind> requested) {
@@ -45,9 +31,8 @@ const Compiler& automatic_amd_compiler(const Target& target) {
   std::string hiprtc_problem;
   try {
     const Compiler& hiprtc = hiprtc_compiler();
-    const auto [major, minor] = hiprtc_version(hiprtc.identity());
-    if (target.amd_family() != "gfx12" || major > 6 || (major == 6 && minor >= 4)) return hiprtc;
-    hiprtc_problem = fmt::format("{} cannot build {} (needs ROCm 6.4+)", hiprtc.identity(), target.arch);
+    hiprtc_problem = hiprtc.cannot_build(target.full);
+    if (hiprtc_problem.empty()) return hiprtc;
   } catch (const Error& error) {
     hiprtc_problem = error.what();
   }
