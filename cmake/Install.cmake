@@ -16,13 +16,9 @@ install(TARGETS sagejit EXPORT sagejitTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(FILES
-  ${PROJECT_SOURCE_DIR}/runtime/include/sagejit/sagejit.hpp
-  ${PROJECT_SOURCE_DIR}/runtime/include/sagejit/sagejit.h
-  ${PROJECT_SOURCE_DIR}/runtime/include/sagejit/error.hpp
-  ${PROJECT_SOURCE_DIR}/runtime/include/sagejit/types.hpp
-  ${PROJECT_SOURCE_DIR}/runtime/include/sagejit/export.hpp
-  ${PROJECT_BINARY_DIR}/runtime/generated_include/sagejit/version.h
+set(sagejit_public_headers sagejit.hpp sagejit.h error.hpp types.hpp export.hpp)
+list(TRANSFORM sagejit_public_headers PREPEND ${PROJECT_SOURCE_DIR}/runtime/include/sagejit/)
+install(FILES ${sagejit_public_headers} ${PROJECT_BINARY_DIR}/runtime/generated_include/sagejit/version.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sagejit)
 install(EXPORT sagejitTargets NAMESPACE sagejit:: DESTINATION ${SAGEJIT_CMAKE_INSTALL_DIR}
   FILE sagejitTargets.cmake)

@@ -84,6 +84,21 @@ inline std::function<std::vector<std::byte>()> counting_compile(int& calls, std:
   };
 }
 
+// One entry's worth of test state: a random key, the test label, and a compile callback that returns
+// `compiled` (random bytes) and counts its calls in `compiles`. Not copyable: `compile` refers to
+// `compiles`.
+struct CompiledEntry {
+  explicit CompiledEntry(std::size_t payload_bytes) : compiled(random_bytes(payload_bytes)) {}
+  CompiledEntry(const CompiledEntry&) = delete;
+  CompiledEntry& operator=(const CompiledEntry&) = delete;
+
+  const CacheKey key = random_key();
+  const EntryLabel label = test_label();
+  const std::vector<std::byte> compiled;
+  int compiles = 0;
+  const std::function<std::vector<std::byte>()> compile = counting_compile(compiles, compiled);
+};
+
 inline CodeCacheSettings settings_for(const std::filesystem::path& user_dir) {
   CodeCacheSettings settings;
   settings.user_dir = user_dir;

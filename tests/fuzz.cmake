@@ -18,18 +18,11 @@ if(NOT sagejit_fuzz_cxx)
 endif()
 
 set(sagejit_fuzz_dir ${PROJECT_BINARY_DIR}/fuzz)
-set(sagejit_fuzz_sources
-  ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_tuning_loader.cpp
-  ${PROJECT_SOURCE_DIR}/runtime/src/tuning/problem_key.cpp
-  ${PROJECT_SOURCE_DIR}/runtime/src/tuning/table_file.cpp
-  ${PROJECT_SOURCE_DIR}/runtime/src/tuning/tuning_table.cpp
-  ${PROJECT_SOURCE_DIR}/runtime/src/dev/table_merge.cpp
-  ${PROJECT_SOURCE_DIR}/runtime/src/tuning/miss_record.cpp
-  ${PROJECT_SOURCE_DIR}/runtime/src/core/tile_config.cpp
-  ${PROJECT_SOURCE_DIR}/runtime/src/core/error.cpp
-  ${PROJECT_SOURCE_DIR}/runtime/src/core/log.cpp
-  ${PROJECT_SOURCE_DIR}/runtime/src/core/env.cpp
-  ${PROJECT_SOURCE_DIR}/runtime/src/core/types.cpp)
+set(sagejit_fuzz_runtime_sources
+  tuning/problem_key.cpp tuning/table_file.cpp tuning/tuning_table.cpp dev/table_merge.cpp tuning/miss_record.cpp
+  core/tile_config.cpp core/error.cpp core/log.cpp core/env.cpp core/types.cpp)
+list(TRANSFORM sagejit_fuzz_runtime_sources PREPEND ${PROJECT_SOURCE_DIR}/runtime/src/)
+set(sagejit_fuzz_sources ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_tuning_loader.cpp ${sagejit_fuzz_runtime_sources})
 file(GLOB sagejit_fuzz_headers CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/runtime/src/tuning/*.hpp ${PROJECT_SOURCE_DIR}/runtime/src/core/*.hpp)
 get_target_property(sagejit_fmt_includes fmt::fmt-header-only INTERFACE_INCLUDE_DIRECTORIES)

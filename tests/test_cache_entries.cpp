@@ -59,11 +59,8 @@ TEST_CASE("entry names are readable, path-safe and carry the key") {
 TEST_CASE("corrupt, truncated, wrong-version, foreign and wrong-key entries are rebuilt, not fatal") {
   log::set_level(log::Level::off);  // the warnings are expected here
   test::TempDir root;
-  const CacheKey key = test::random_key();
-  const EntryLabel label = test::test_label();
-  const auto payload = test::random_bytes(4096);
-  int compiles = 0;
-  const auto compile = test::counting_compile(compiles, payload);
+  test::CompiledEntry fixture(4096);
+  auto& [key, label, payload, compiles, compile] = fixture;
   {  // populate
     CodeCache cache(test::settings_for(root.path()));
     CHECK(cache.get_or_compile(key, label, compile).hit == CacheHit::compiled);
@@ -110,12 +107,9 @@ TEST_CASE("the system cache is searched first, validated, and must match the key
   const fs::path system = root / "system";
   fs::create_directories(system);
   ::chmod(system.c_str(), 0755);
-  const CacheKey key = test::random_key();
-  const EntryLabel label = test::test_label();
+  test::CompiledEntry fixture(555);
+  auto& [key, label, compiled_payload, compiles, compile] = fixture;
   const auto system_payload = test::random_bytes(777);
-  const auto compiled_payload = test::random_bytes(555);
-  int compiles = 0;
-  const auto compile = test::counting_compile(compiles, compiled_payload);
   const fs::path entry = system / entry_file_name(key, label);
   test::write_bytes(entry, encode_entry(key, label, system_payload));
   ::chmod(entry.c_str(), 0644);

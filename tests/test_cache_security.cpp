@@ -91,12 +91,9 @@ TEST_CASE("an unwritable cache dir works memory-only with one warning") {
 TEST_CASE("an entry writable by others or owned by another uid is refused and rebuilt") {
   log::set_level(log::Level::off);
   test::TempDir root;
-  const CacheKey key = test::random_key();
-  const auto label = test::test_label();
+  test::CompiledEntry fixture(256);
+  auto& [key, label, honest, compiles, compile] = fixture;
   const auto planted = test::random_bytes(256);
-  const auto honest = test::random_bytes(256);
-  int compiles = 0;
-  const auto compile = test::counting_compile(compiles, honest);
   {
     CodeCache cache(test::settings_for(root.path()));
     CHECK(cache.active_user_dir().has_value());

@@ -65,6 +65,16 @@ struct Problem {
     options.lse = c.lse ? static_cast<float*>(dlse.get()) : nullptr;
     return options;
   }
+  // attention() on these tensors, with the runtime's workspace or a caller's.
+  void attend(const ApiCase& c) const { attention(qv(), kv(), vv(), ov(), options(c), nullptr); }
+  void attend(const ApiCase& c, Workspace workspace) const {
+    attention(qv(), kv(), vv(), ov(), options(c), nullptr, workspace);
+  }
+  // Waits for the device, then check(c).
+  void synchronize_and_check(const Gpu& gpu, const ApiCase& c) {
+    gpu.device->synchronize(0, nullptr);
+    check(c);
+  }
   // Downloads the output and checks it against the fp64 reference; padding must stay poisoned.
   void check(const ApiCase& c) {
     dout.download(out.storage().data(), bytes(out));
@@ -117,9 +127,8 @@ TEST_CASE("attention() matches the fp64 reference through the public API") {
     Problem problem(*gpu, c, rng);
     const Support support = supports(problem.qv(), problem.kv(), problem.vv(), problem.ov(), problem.options(c));
     CHECK_MESSAGE(support.ok, support.reason);
-    attention(problem.qv(), problem.kv(), problem.vv(), problem.ov(), problem.options(c), nullptr);
-    gpu->device->synchronize(0, nullptr);
-    problem.check(c);
+    problem.attend(c);
+    problem.synchronize_and_check(*gpu, c);
   }
 }
 
@@ -134,17 +143,14 @@ TEST_CASE("a caller's workspace: exact size works, a smaller one names the size 
   CHECK(needed > 0);
   DeviceBuffer workspace = device_buffer(*gpu, needed);
   try {
-    attention(problem.qv(), problem.kv(), problem.vv(), problem.ov(), problem.options(c), nullptr,
-              Workspace{workspace.get(), needed - 1});
+    problem.attend(c, Workspace{workspace.get(), needed - 1});
     FAIL("a too small workspace was accepted");
   } catch (const Error& error) {
     CHECK(error.code() == ErrorCode::invalid_argument);
     CHECK_MESSAGE(std::string(error.what()).find(std::to_string(needed)) != std::string::npos, error.what());
   }
-  attention(problem.qv(), problem.kv(), problem.vv(), problem.ov(), problem.options(c), nullptr,
-            Workspace{workspace.get(), needed});
-  gpu->device->synchronize(0, nullptr);
-  problem.check(c);
+  problem.attend(c, Workspace{workspace.get(), needed});
+  problem.synchronize_and_check(*gpu, c);
 }
 
 TEST_CASE("the steady state allocates nothing; threads share the runtime safely") {
@@ -153,14 +159,13 @@ TEST_CASE("the steady state allocates nothing; threads share the runtime safely"
   std::mt19937_64 rng = seeded_rng();
   const ApiCase c{.heads_q = 4, .heads_kv = 4, .seq_q = 512, .seq_kv = 512};
   Problem problem(*gpu, c, rng);
-  attention(problem.qv(), problem.kv(), problem.vv(), problem.ov(), problem.options(c), nullptr);
+  problem.attend(c);
   const std::size_t held = workspace_bytes_held();
   CHECK(held > 0);
   for (int call = 0; call < 5; ++call)
-    attention(problem.qv(), problem.kv(), problem.vv(), problem.ov(), problem.options(c), nullptr);
+    problem.attend(c);
   CHECK(workspace_bytes_held() == held);
-  gpu->device->synchronize(0, nullptr);
-  problem.check(c);
+  problem.synchronize_and_check(*gpu, c);
 
   // Four threads with their own tensors and shapes (the default stream; the Device interface has no
   // stream creation, the Python tests cover other streams).
@@ -177,8 +182,7 @@ TEST_CASE("the steady state allocates nothing; threads share the runtime safely"
     threads.emplace_back([&, t] {
       try {
         for (int call = 0; call < 3; ++call)
-          attention(problems[t]->qv(), problems[t]->kv(), problems[t]->vv(), problems[t]->ov(),
-                    problems[t]->options(cases[t]), nullptr);
+          problems[t]->attend(cases[t]);
       } catch (const std::exception& error) {
         errors[t] = error.what();
       }

@@ -77,6 +77,13 @@ void check_attention(const Gpu& gpu, const Case& c, const Expect& expect) {
   }
 }
 
+// check_attention() of `c` with the tile config `attention` and the seed `seed`.
+void check_attention(const Gpu& gpu, Case c, TileConfig attention, std::uint64_t seed, const Expect& expect) {
+  c.attention = std::move(attention);
+  c.seed = seed;
+  check_attention(gpu, c, expect);
+}
+
 // The feature shapes every NVIDIA attention kernel runs; the caller sets the tile config and seed.
 Case k_offsets_case() {  // K with channel offsets: smoothing matters
   Case c;
@@ -126,6 +133,18 @@ Case d64_mqa_case() {  // D=64, MQA, no smoothing, LSE without smoothing, HND st
   return c;
 }
 
+// GQA 2:1 with Nq x Nk tokens: the odd-length and sanitizer-sized cases.
+Case gqa_lengths_case(int seq_q, int seq_kv, bool causal, bool lse) {
+  Case c;
+  c.seq_q = seq_q;
+  c.seq_kv = seq_kv;
+  c.heads_q = 2;
+  c.heads_kv = 1;
+  c.causal = causal;
+  c.lse = lse;
+  return c;
+}
+
 TileConfig config(int warps, int rows_per_warp, int block_n, int stages, int pv_fp16) {
   return {{"warps", warps}, {"rows_per_warp", rows_per_warp}, {"block_n", block_n}, {"stages", stages}, {"pv_fp16", pv_fp16}};
 }
@@ -156,11 +175,7 @@ TEST_CASE("GPU attention: K with channel offsets (smoothing)") {
   const auto gpu = gpu_or_skip();
   if (!gpu) return;
   Case c = k_offsets_case();
-  for (int pv : {0, 1}) {
-    c.attention = config(4, 16, 64, 2, pv);
-    c.seed = 20 + pv;
-    check_attention(*gpu, c, Expect{0.999, 0.06, true});
-  }
+  for (int pv : {0, 1}) check_attention(*gpu, c, config(4, 16, 64, 2, pv), 20 + pv, Expect{0.999, 0.06, true});
 }
 
 TEST_CASE("GPU attention: features and odd lengths") {
@@ -169,45 +184,22 @@ TEST_CASE("GPU attention: features and odd lengths") {
   const Expect quality{0.999, 0.06, true};
   const Expect emulator_only{0.0, 1.0, false};
 
-  Case causal = causal_fp16_lse_case();  // fp16 PV, 32-row warps
-  causal.attention = config(4, 32, 64, 2, 1);
-  causal.seed = 30;
-  check_attention(*gpu, causal, quality);
-
-  Case gqa = gqa_nhd_causal_case();  // fp8, block_n 32, no pipelining
-  gqa.attention = config(4, 16, 32, 1, 0);
-  gqa.seed = 31;
-  check_attention(*gpu, gqa, emulator_only);  // causal rows see 1..127 keys: tiny-Nk quality
-
-  Case tall = tall_causal_case();  // 8 warps, block_n 128
-  tall.attention = config(8, 16, 128, 2, 0);
-  tall.seed = 32;
-  check_attention(*gpu, tall, emulator_only);
-
-  Case d64 = d64_mqa_case();
-  d64.attention = config(4, 16, 64, 2, 0);
-  d64.seed = 33;
-  check_attention(*gpu, d64, quality);
-  d64.attention = config(4, 32, 64, 2, 1);
-  d64.dtype = DType::fp16;
-  d64.seed = 34;
-  check_attention(*gpu, d64, quality);
+  check_attention(*gpu, causal_fp16_lse_case(), config(4, 32, 64, 2, 1), 30, quality);  // fp16 PV, 32-row warps
+  // fp8, block_n 32, no pipelining; causal rows see 1..127 keys: tiny-Nk quality
+  check_attention(*gpu, gqa_nhd_causal_case(), config(4, 16, 32, 1, 0), 31, emulator_only);
+  check_attention(*gpu, tall_causal_case(), config(8, 16, 128, 2, 0), 32, emulator_only);  // 8 warps, block_n 128
+  check_attention(*gpu, d64_mqa_case(), config(4, 16, 64, 2, 0), 33, quality);
+  Case d64_fp16 = d64_mqa_case();
+  d64_fp16.dtype = DType::fp16;
+  check_attention(*gpu, d64_fp16, config(4, 32, 64, 2, 1), 34, quality);
 
   // Odd lengths, both families, non-causal and causal.
   const std::pair<int, int> lengths[] = {{1, 1}, {17, 33}, {33, 17}, {31, 127}, {127, 31}, {1, 4097}};
   int seed = 40;
   for (const auto& [nq, nk] : lengths)
     for (int pv : {0, 1}) {
-      Case odd;
-      odd.seq_q = nq;
-      odd.seq_kv = nk;
-      odd.heads_q = 2;
-      odd.heads_kv = 1;
-      odd.causal = (seed % 3) == 0;
-      odd.lse = (seed % 2) == 0;
-      odd.attention = config(4, 16, 64, 2, pv);
-      odd.seed = static_cast<std::uint64_t>(seed++);
-      check_attention(*gpu, odd, emulator_only);
+      const Case odd = gqa_lengths_case(nq, nk, (seed % 3) == 0, (seed % 2) == 0);
+      check_attention(*gpu, odd, config(4, 16, 64, 2, pv), static_cast<std::uint64_t>(seed++), emulator_only);
     }
 }
 
@@ -219,21 +211,12 @@ TEST_CASE("GPU attention: small shapes (sanitizer-sized)") {
   int seed = 70;
   for (int pv : {0, 1})
     for (bool causal : {false, true}) {
-      Case c;
-      c.seq_q = 100;
-      c.seq_kv = 161;
-      c.heads_q = 2;
-      c.heads_kv = 1;
-      c.causal = causal;
-      c.lse = true;
-      c.attention = config(4, 16, 64, 2, pv);
-      c.seed = static_cast<std::uint64_t>(seed++);
-      check_attention(*gpu, c, emulator_only);
+      const Case c = gqa_lengths_case(100, 161, causal, true);
+      check_attention(*gpu, c, config(4, 16, 64, 2, pv), static_cast<std::uint64_t>(seed++), emulator_only);
       if (gpu->target == "sm_90" && pv == 0) {  // the wgmma kernel, as shipped for sm_90
-        c.attention = {{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2},
-                       {"pv_fp16", 0}, {"wgmma", 1},         {"min_blocks", 3}};
-        c.seed = static_cast<std::uint64_t>(seed++);
-        check_attention(*gpu, c, emulator_only);
+        const TileConfig shipped{{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2},
+                                 {"pv_fp16", 0}, {"wgmma", 1},         {"min_blocks", 3}};
+        check_attention(*gpu, c, shipped, static_cast<std::uint64_t>(seed++), emulator_only);
       }
     }
 }
@@ -270,45 +253,18 @@ TEST_CASE("GPU attention: wgmma kernel (sm_90), quality, features and odd length
   c.seed = seed++;
   check_attention(*gpu, c, issue_thresholds);
 
-  Case offsets = k_offsets_case();
-  offsets.attention = wgmma(4, 128, 2);
-  offsets.seed = seed++;
-  check_attention(*gpu, offsets, quality);
-
-  Case causal = causal_fp16_lse_case();  // two warpgroups skip tiles independently
-  causal.attention = wgmma(8, 64, 2);
-  causal.seed = seed++;
-  check_attention(*gpu, causal, quality);
-
-  Case gqa = gqa_nhd_causal_case();
-  gqa.attention = wgmma(4, 128, 2);
-  gqa.seed = seed++;
-  check_attention(*gpu, gqa, emulator_only);
-
-  Case tall = tall_causal_case();
-  tall.attention = wgmma(8, 128, 2);
-  tall.seed = seed++;
-  check_attention(*gpu, tall, emulator_only);
-
-  Case d64 = d64_mqa_case();
-  for (int block_n : {64, 128}) {
-    d64.attention = wgmma(4, block_n, 2);
-    d64.seed = seed++;
-    check_attention(*gpu, d64, quality);
-  }
+  check_attention(*gpu, k_offsets_case(), wgmma(4, 128, 2), seed++, quality);
+  // two warpgroups skip tiles independently
+  check_attention(*gpu, causal_fp16_lse_case(), wgmma(8, 64, 2), seed++, quality);
+  check_attention(*gpu, gqa_nhd_causal_case(), wgmma(4, 128, 2), seed++, emulator_only);
+  check_attention(*gpu, tall_causal_case(), wgmma(8, 128, 2), seed++, emulator_only);
+  for (int block_n : {64, 128}) check_attention(*gpu, d64_mqa_case(), wgmma(4, block_n, 2), seed++, quality);
 
   const std::pair<int, int> lengths[] = {{1, 1}, {17, 33}, {33, 17}, {31, 127}, {127, 31}, {1, 4097}, {100, 161}};
   for (const auto& [nq, nk] : lengths)
     for (bool causal_case : {false, true}) {
-      Case odd;
-      odd.seq_q = nq;
-      odd.seq_kv = nk;
-      odd.heads_q = 2;
-      odd.heads_kv = 1;
-      odd.causal = causal_case;
-      odd.lse = (seed % 2) == 0;
-      odd.attention = wgmma(seed % 3 == 0 ? 8 : 4, seed % 2 == 0 ? 64 : 128, 2);
-      odd.seed = seed++;
-      check_attention(*gpu, odd, emulator_only);
+      const Case odd = gqa_lengths_case(nq, nk, causal_case, (seed % 2) == 0);
+      check_attention(*gpu, odd, wgmma(seed % 3 == 0 ? 8 : 4, seed % 2 == 0 ? 64 : 128, 2), seed, emulator_only);
+      ++seed;
     }
 }

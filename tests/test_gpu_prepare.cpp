@@ -45,31 +45,18 @@ TEST_CASE("GPU prepare matches the emulator bit for bit") {
   const TileConfig fp8{{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 64}, {"stages", 2}, {"pv_fp16", 0}};
   const TileConfig fp16{{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 64}, {"stages", 2}, {"pv_fp16", 1}};
 
-  Case c;  // bf16, D128, HND, smoothing, fp8 V, lengths off the 32/64/128 grid
-  c.seq_q = 300;
-  c.seq_kv = 1000;
-  c.fill = Fill::channel_offsets;
-  c.lse = true;
-  c.attention = fp8;
+  // bf16, D128, HND, smoothing, fp8 V, lengths off the 32/64/128 grid
+  Case c{.seq_q = 300, .seq_kv = 1000, .lse = true, .fill = Fill::channel_offsets, .attention = fp8};
   check_prepare(*gpu, c);
 
   c.attention = fp16;  // fp16 V, no permutation
   c.seed = 2;
   check_prepare(*gpu, c);
 
-  Case n;  // fp16 inputs, D64, NHD with padded strides, GQA, no smoothing, 128 threads
-  n.dtype = DType::fp16;
-  n.head_dim = 64;
-  n.layout = Layout::NHD;
-  n.padding = {5, 3, 7};
-  n.heads_q = 4;
-  n.heads_kv = 2;
-  n.seq_q = 33;
-  n.seq_kv = 4097;
-  n.smooth_k = false;
-  n.attention = fp8;
-  n.prepare = {{"threads", 128}};
-  n.seed = 3;
+  // fp16 inputs, D64, NHD with padded strides, GQA, no smoothing, 128 threads
+  Case n{.dtype = DType::fp16, .heads_q = 4, .heads_kv = 2, .seq_q = 33, .seq_kv = 4097, .head_dim = 64,
+         .layout = Layout::NHD, .padding = {5, 3, 7}, .smooth_k = false, .attention = fp8,
+         .prepare = {{"threads", 128}}, .seed = 3};
   check_prepare(*gpu, n);
 
   n.smooth_k = true;  // K mean over 65 chunks of 64 (the last one of a single token)
@@ -78,11 +65,7 @@ TEST_CASE("GPU prepare matches the emulator bit for bit") {
   n.seed = 4;
   check_prepare(*gpu, n);
 
-  Case tiny;  // one token; equal rows (ties in the int8 rounding)
-  tiny.seq_q = 1;
-  tiny.seq_kv = 1;
-  tiny.fill = Fill::equal_rows;
-  tiny.attention = fp8;
-  tiny.seed = 5;
+  // one token; equal rows (ties in the int8 rounding)
+  const Case tiny{.seq_q = 1, .seq_kv = 1, .fill = Fill::equal_rows, .attention = fp8, .seed = 5};
   check_prepare(*gpu, tiny);
 }

@@ -45,21 +45,31 @@ struct Nearest {
   }
 };
 
+// Every code of a `bits`-wide format decodes to the value its definition gives (NaN codes to NaN,
+// which encodes to a NaN again), with the code's sign bit, and encodes back to itself (-0
+// included). `finite(code, value, expected)` adds the format's own checks for the non-NaN codes.
+template <typename Code, typename Decode, typename Encode, typename Finite>
+void check_every_code(int bits, double (*definition)(int), Decode decode, Encode encode, Finite finite) {
+  const int sign_bit = 1 << (bits - 1);
+  for (int code = 0; code < (1 << bits); ++code) {
+    const float value = decode(static_cast<Code>(code));
+    const double expected = definition(code);
+    if (std::isnan(expected)) {
+      REQUIRE(std::isnan(value));
+      REQUIRE(std::isnan(decode(encode(value))));
+      continue;
+    }
+    REQUIRE(static_cast<double>(value) == expected);
+    REQUIRE(std::signbit(value) == bool(code & sign_bit));
+    REQUIRE(encode(value) == code);
+    finite(code, value, expected);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("E4M3 decode matches the format definition for all 256 codes") {
-  for (int code = 0; code < 256; ++code) {
-    const float value = e4m3_to_float(static_cast<std::uint8_t>(code));
-    const double expected = e4m3_value(code);
-    if (std::isnan(expected)) {
-      CHECK(std::isnan(value));
-      continue;
-    }
-    CHECK(static_cast<double>(value) == expected);
-    CHECK(std::signbit(value) == bool(code & 0x80));
-    // Round trip: every finite code encodes back to itself (-0 included).
-    CHECK(float_to_e4m3(value) == code);
-  }
+  check_every_code<std::uint8_t>(8, e4m3_value, e4m3_to_float, float_to_e4m3, [](int, float, double) {});
 }
 
 TEST_CASE("E4M3 hand-checked values") {
@@ -138,18 +148,9 @@ TEST_CASE("bf16: all 65536 codes round-trip and every midpoint rounds to even") 
 }
 
 TEST_CASE("fp16: all 65536 codes decode exactly, round-trip, and every midpoint rounds to even") {
-  for (int code = 0; code < 65536; ++code) {
-    const float value = fp16_to_float(static_cast<std::uint16_t>(code));
-    const double expected = fp16_value(code);
-    if (std::isnan(expected)) {
-      REQUIRE(std::isnan(value));
-      REQUIRE(std::isnan(fp16_to_float(float_to_fp16(value))));
-      continue;
-    }
-    REQUIRE(static_cast<double>(value) == expected);
-    REQUIRE(float_to_fp16(value) == code);
+  check_every_code<std::uint16_t>(16, fp16_value, fp16_to_float, float_to_fp16, [](int code, float value, double expected) {
     const int magnitude = code & 0x7fff;
-    if (magnitude >= 0x7bff) continue;  // 65504 -> inf: hand-checked below
+    if (magnitude >= 0x7bff) return;  // 65504 -> inf: hand-checked below
     // Midpoint to the next magnitude (exact in fp32: at most 12 significant bits); the neighbours
     // one fp32 ulp away round down / up.
     const float next = fp16_to_float(static_cast<std::uint16_t>(code + 1));
@@ -160,7 +161,7 @@ TEST_CASE("fp16: all 65536 codes decode exactly, round-trip, and every midpoint 
     const float toward = std::nextafter(midpoint, value), away = std::nextafter(midpoint, next);
     REQUIRE(float_to_fp16(toward) == code);
     REQUIRE(float_to_fp16(away) == code + 1);
-  }
+  });
   CHECK(float_to_fp16(65504.0f) == 0x7bff);
   CHECK(float_to_fp16(65519.99f) == 0x7bff);
   CHECK(float_to_fp16(65520.0f) == 0x7c00);  // midpoint to 65536: ties to even (infinity)

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -84,6 +85,19 @@ bool compiler_available(sagejit::CompilerKind kind) {
   }
 }
 
+// Which vendors this machine can precompile for; nullopt after a "skipped" message when neither.
+struct Vendors {
+  bool amd = false, nvidia = false;
+};
+std::optional<Vendors> vendors_or_skip() {
+  const Vendors vendors{compiler_available(sagejit::CompilerKind::clang), compiler_available(sagejit::CompilerKind::nvrtc)};
+  if (!vendors.amd && !vendors.nvidia) {
+    MESSAGE("skipped: neither clang (AMDGPU) nor NVRTC is available");
+    return std::nullopt;
+  }
+  return vendors;
+}
+
 bool gpu_present() {
   try {
     (void)sagejit::default_device();
@@ -142,12 +156,9 @@ std::string precompile_arguments(const fs::path& cache, bool amd, bool nvidia) {
 }  // namespace
 
 TEST_CASE("sagejit-precompile: gfx1201 (clang) and sm_90 (nvrtc), second run all cached, emitted ELF") {
-  const bool amd = compiler_available(sagejit::CompilerKind::clang);
-  const bool nvidia = compiler_available(sagejit::CompilerKind::nvrtc);
-  if (!amd && !nvidia) {
-    MESSAGE("skipped: neither clang (AMDGPU) nor NVRTC is available");
-    return;
-  }
+  const auto vendors = vendors_or_skip();
+  if (!vendors) return;
+  const auto [amd, nvidia] = *vendors;
   if (!amd) MESSAGE("gfx1201 part skipped: no AMDGPU-capable clang");
   if (!nvidia) MESSAGE("sm_90 part skipped: NVRTC not available");
   TempDir temp;
@@ -211,11 +222,9 @@ TEST_CASE("sagejit-precompile: a system-cache directory is world-readable and ho
 }
 
 TEST_CASE("sagejit-cache: verify catches a truncated entry, --fix repairs it") {
-  if (!compiler_available(sagejit::CompilerKind::clang) && !compiler_available(sagejit::CompilerKind::nvrtc)) {
-    MESSAGE("skipped: neither clang (AMDGPU) nor NVRTC is available");
-    return;
-  }
-  const bool amd = compiler_available(sagejit::CompilerKind::clang);
+  const auto vendors = vendors_or_skip();
+  if (!vendors) return;
+  const bool amd = vendors->amd;
   TempDir temp;
   const fs::path cache = temp.path / "cache";
   const std::string arch_arguments =
@@ -264,12 +273,9 @@ TEST_CASE("sagejit-cache: verify catches a truncated entry, --fix repairs it") {
 }
 
 TEST_CASE("sagejit-precompile: concurrent runs into one directory all succeed") {
-  const bool amd = compiler_available(sagejit::CompilerKind::clang);
-  const bool nvidia = compiler_available(sagejit::CompilerKind::nvrtc);
-  if (!amd && !nvidia) {
-    MESSAGE("skipped: neither clang (AMDGPU) nor NVRTC is available");
-    return;
-  }
+  const auto vendors = vendors_or_skip();
+  if (!vendors) return;
+  const auto [amd, nvidia] = *vendors;
   TempDir temp;
   const fs::path cache = temp.path / "cache";
   const std::string command = quote(SAGEJIT_TOOL_PRECOMPILE) + " " + precompile_arguments(cache, amd, nvidia);
