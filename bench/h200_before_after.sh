@@ -19,12 +19,14 @@ build "$after" /tmp/sj-after >"$out/build-after.log" 2>&1 & b2=$!
 wait $b1; echo "build before rc=$?"; wait $b2; echo "build after rc=$?"
 for tree in before after; do
   src=$before; [[ $tree == after ]] && src=$after
-  (cd /tmp/sj-$tree && ctest -L gpu --output-on-failure -j 4) >"$out/gpu-tests-$tree.log" 2>&1
-  echo "$tree: ctest -L gpu rc=$? ($(grep -E 'tests passed' "$out/gpu-tests-$tree.log"))"
-  (cd /tmp/sj-$tree && ctest -R test_api_python --output-on-failure) >"$out/python-tests-$tree.log" 2>&1
-  echo "$tree: python tests rc=$? ($(grep -E '[0-9]+ (passed|failed)' "$out/python-tests-$tree.log" | tail -1))"
+  (cd /tmp/sj-$tree && ctest -L gpu -V -j 4) >"$out/gpu-tests-$tree.log" 2>&1
+  echo "$tree: ctest -L gpu rc=$? ($(grep -E 'tests passed' "$out/gpu-tests-$tree.log"));" \
+       "$(grep -hE '^[0-9]+: \[doctest\] assertions' "$out/gpu-tests-$tree.log" | tr '\n' ' ')"
+  (cd "$src/python" && SAGEJIT_LIBRARY=/tmp/sj-$tree/runtime/libsagejit.so python3 -m pytest -q -p no:cacheprovider tests) \
+    >"$out/python-tests-$tree.log" 2>&1
+  echo "$tree: python tests rc=$? ($(tail -1 "$out/python-tests-$tree.log"))"
   /tmp/sj-$tree/tools/sagejit-selftest --quick >"$out/selftest-$tree.txt" 2>&1
-  echo "$tree: selftest --quick rc=$?"
+  echo "$tree: selftest --quick rc=$? ($(grep -E '^verdict' "$out/selftest-$tree.txt"))"
 done
 configs=(--config "warps=4,rows_per_warp=16,block_n=128,stages=2,pv_fp16=0,min_blocks=3,wgmma=1"
          --config "warps=4,rows_per_warp=32,block_n=64,stages=2,pv_fp16=1")
@@ -56,3 +58,5 @@ for (shape, config), v in rows.items():
     print(f"| {shape} | {'wgmma' if 'wgmma=1' in config else 'mma fp16-PV'} | {b:.0f} | {a:.0f} | {a/b:.3f} | "
           f"{v.get('before_cos', float('nan')):.5f} | {v.get('after_cos', float('nan')):.5f} |")
 PY
+# Everything in one archive (the GPU machine returns few files).
+tar -czf "$out/logs.tgz" -C "$out" --exclude logs.tgz . && find "$out" -type f ! -name logs.tgz -delete

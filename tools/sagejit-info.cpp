@@ -13,9 +13,11 @@
 #include "core/build_report.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
+#include "jit/compiler_choice.hpp"
 #include "dev/cache_admin.hpp"
 #include "device/device.hpp"
 #include "kernels/registry.hpp"
+#include "sagejit/sagejit.hpp"
 
 using namespace sagejit;
 using namespace sagejit::tools;
@@ -84,9 +86,18 @@ void print_compilers(bool verbose) {
     }
   }
   table.print();
-  const auto chosen = env::get("SAGEJIT_COMPILER");
-  fmt::print("AMD GPUs compile with: {}; NVIDIA GPUs with nvrtc\n",
-             chosen ? fmt::format("{} (SAGEJIT_COMPILER)", *chosen) : std::string("hiprtc (default)"));
+  // What a first call would use (the runtime's own policy, jit/compiler_choice.hpp), per supported arch.
+  for (const std::string& arch : supported_archs()) {
+    try {
+      const CompilerChoice choice = choose_compiler(parse_target(arch), std::nullopt, &code_cache());
+      std::string prebuilt;
+      for (const auto& stand_in : choice.prebuilt) prebuilt += (prebuilt.empty() ? "" : ", ") + stand_in->identity();
+      fmt::print("{} compiles with {}{}\n", arch, choice.compiler->identity(),
+                 prebuilt.empty() ? "" : fmt::format("; also loads system-cache objects of {}", prebuilt));
+    } catch (const Error& error) {
+      fmt::print("{} has no compiler: {}\n", arch, verbose ? std::string(error.what()) : first_line(error.what()));
+    }
+  }
 }
 
 void print_caches() {

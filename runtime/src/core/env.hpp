@@ -26,7 +26,7 @@ inline constexpr std::array variables{
     Variable{"SAGEJIT_CACHE_MAX_SIZE", "size cap of the user cache before LRU pruning (e.g. 2G; default 1G)"},
     Variable{"SAGEJIT_DUMP_DIR", "write rendered source, options and code object of every compile here"},
     Variable{"SAGEJIT_CLANG", "AMDGPU-capable clang used by the offline clang compiler (default clang++-22)"},
-    Variable{"SAGEJIT_COMPILER", "kernel compiler on AMD GPUs: hiprtc (default) | clang; NVIDIA always uses nvrtc"},
+    Variable{"SAGEJIT_COMPILER", "kernel compiler on AMD GPUs: hiprtc | clang (default: hiprtc when it can build the arch, else clang); NVIDIA uses nvrtc"},
     Variable{"SAGEJIT_CONFIG_PATH", "extra tuning tables (files or dirs, ':'-separated) that win over shipped ones"},
     Variable{"SAGEJIT_RECORD_MISSES", "append tuning-table misses to this file for the autotuner"},
     Variable{"HIPRTC_COMPILE_OPTIONS_APPEND", "read by hipRTC itself; changes code, so it is part of the cache key"},
