@@ -59,4 +59,4 @@ for (shape, config), v in rows.items():
           f"{v.get('before_cos', float('nan')):.5f} | {v.get('after_cos', float('nan')):.5f} |")
 PY
 # Everything in one archive (the GPU machine returns few files).
-tar -czf "$out/logs.tgz" -C "$out" --exclude logs.tgz . && find "$out" -type f ! -name logs.tgz -delete
+tar -czf /tmp/sj-logs.tgz -C "$out" . && find "$out" -type f -delete && mv /tmp/sj-logs.tgz "$out/logs.tgz"
