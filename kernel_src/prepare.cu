@@ -4,7 +4,7 @@
 // correction. Every scalar step is a function of common/quant.h, which the CPU emulator also calls,
 // so the workspace matches the emulator bit for bit.
 //
-// Three entries, launched in order by runtime/src/kernels/attention_runner.cpp:
+// Three entries, launched in order by runtime/src/plan/attention_runner.cpp:
 //   sj_prepare_stats     grid (ceil(Nk/64), Hk, B): per 64-token chunk, fp64 partial K sums (smoothing)
 //                        and partial max|V| (fp8 PV). Skipped when neither is needed.
 //   sj_prepare_finalize  grid (Hk, B): partials -> k_mean (0 without smoothing) and v_scale (1 for fp16 PV).

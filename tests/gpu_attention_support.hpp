@@ -1,6 +1,6 @@
 #pragma once
 // Shared by test_gpu_prepare.cpp and test_gpu_attention.cpp: find a GPU (or say why not), run one
-// attention call through kernels/attention_runner with host tensors, with every output buffer
+// attention call through plan/attention_runner with host tensors, with every output buffer
 // poisoned and followed by a guard region, and hand back what the device wrote.
 #include <doctest/doctest.h>
 

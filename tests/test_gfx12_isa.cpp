@@ -6,7 +6,7 @@
 //    QK rows/16 * keys/16 * D/16 and PV D/16 * keys/16 * rows/16;
 //  - no scratch: private segment 0, no scratch_* instruction, no VGPR spill;
 //  - LDS as the descriptor computes it and <= 64 KiB; VGPRs <= 256 and within the descriptor's
-//    estimate (so check_config's acceptance means something).
+//    estimate (so check_kernel_config's acceptance means something).
 // Specimens: bf16 D=128; fp16 D=64 causal + LSE; fp16 D=128 causal + LSE (the most VGPRs; 32-row configs).
 // Also the shared prepare kernel (kernel_src/prepare.cu) is compiled for gfx1201. Skips (saying so)
 // when clang-22 or the LLVM tools are missing.
@@ -252,7 +252,7 @@ TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the
       jobs.push_back({&specimen, config, gfx12_attention_figures(gfx12_attention_tile(config), specimen.spec.head_dim)});
     }
   if (!rejected.empty()) {
-    const std::string note = "rejected by check_config (not built):\n" + rejected;
+    const std::string note = "rejected by check_kernel_config (not built):\n" + rejected;
     MESSAGE(note);
   }
   // The table's default must be one of the accepted configs for every specimen.

@@ -1,4 +1,4 @@
-// The GPU attention path (prepare + attention_sm80/gfx12 through kernels/attention_runner) against
+// The GPU attention path (prepare + attention_sm80/gfx12 through plan/attention_runner) against
 // the CPU emulator (same quantized algorithm: agreement up to accumulation order and exp2
 // approximation) and the fp64 reference (quality thresholds of issue 7 / DESIGN.md section 4).
 //

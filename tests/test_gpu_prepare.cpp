@@ -1,4 +1,4 @@
-// The GPU prepare kernels (kernel_src/prepare.cu through kernels/attention_runner) against the CPU
+// The GPU prepare kernels (kernel_src/prepare.cu through plan/attention_runner) against the CPU
 // emulator's prepare stage: every workspace bit for bit (V read back through the target's key
 // order), padded rows and blocks included (the workspace is poisoned before the call). lse_delta is
 // fp32 "any order" per docs/NUMERICS.md, so it is compared with a tolerance.

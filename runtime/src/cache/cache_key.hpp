@@ -10,7 +10,7 @@
 //  - an offline precompile (tools, CI) has no GPU runtime, so a key that held the runtime version
 //    would make every shipped system-cache entry miss on every user machine.
 // A runtime too old for a code object is caught when the module is loaded: the JIT drops that entry
-// and compiles again (kernels/jit.cpp). A future backend that emits an intermediate the driver
+// and compiles again (jit/jit.cpp). A future backend that emits an intermediate the driver
 // finalises (PTX, SPIR-V) must pass the runtime version here.
 #include <array>
 #include <compare>

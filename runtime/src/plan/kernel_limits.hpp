@@ -12,7 +12,7 @@ struct AttentionCall;
 inline constexpr std::int64_t max_grid_yz = 65535;
 inline constexpr std::int64_t max_int32 = 2147483647;
 // Token counts stay below half the int range so that tile arithmetic near the end cannot overflow
-// (the runner's own safety check, kernels/attention_runner.cpp, uses the same bound).
+// (the runner's own safety check, plan/attention_runner.cpp, uses the same bound).
 inline constexpr std::int64_t max_sequence = max_int32 / 2;
 
 // Throws Error(unsupported) naming the size that exceeds a limit and the limit.
