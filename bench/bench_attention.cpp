@@ -90,9 +90,10 @@ std::vector<double> reference_row(const InputSet& in, const Shape& s, int head, 
 // Config families reported side by side: mma.sync fp8 PV, mma.sync fp16 PV, wgmma (fp8 PV).
 constexpr int kFamilies = 3;
 constexpr const char* kFamilyNames[kFamilies] = {"sagejit_fp8pv", "sagejit_fp16pv", "sagejit_wgmma_fp8pv"};
-int family_of(const TileConfig& config) {
-  if (config.count("wgmma") && config.at("wgmma")) return 2;
-  return config.count("pv_fp16") && config.at("pv_fp16") ? 1 : 0;
+// The family of what a plan runs: its attention kernel and the V format that kernel reads.
+int family_of(const AttentionPlan& plan) {
+  if (plan.attention->name == "attention_sm90") return 2;
+  return plan.spec.v.pv_fp16 ? 1 : 0;
 }
 
 double median(std::vector<double> values) {
@@ -201,6 +202,8 @@ int main(int argc, char** argv) {
     call.attention_config = config;
     call.prepare_config = {{"threads", 256}};
     const AttentionPlan plan = plan_attention(call, device_target(device, ordinal));
+    record["family"] = family_of(plan);
+    record["impl"] = kFamilyNames[family_of(plan)];
     const std::size_t workspace_bytes = plan.workspace.total_bytes;
     void* workspace = device.allocate(ordinal, workspace_bytes);
 
@@ -283,7 +286,7 @@ int main(int argc, char** argv) {
       record["config"] = config_id(config);
       try {
         const double ms = run_shape(shape, config, false, record);
-        const int family = family_of(config);
+        const int family = record.at("family").get<int>();
         if (ms < best[family]) {
           best[family] = ms;
           best_config[family] = config;
@@ -309,8 +312,8 @@ int main(int argc, char** argv) {
       record["seq"] = s.seq;
       record["head_dim"] = s.head_dim;
       record["causal"] = s.causal;
-      record["impl"] = kFamilyNames[family_of(config)];
       record["config"] = config_id(config);
+      record["impl"] = "sagejit";  // run_shape names the family once the plan is made
       try {
         run_shape(s, config, true, record);
       } catch (const std::exception& error) {
