@@ -24,9 +24,10 @@ struct AttentionPlan {
   Specialization spec;          // what both kernels are compiled for
   ProblemShape shape;           // for launch geometry
   WorkspaceLayout workspace;    // what prepare writes and attention reads
+  bool smooth_k = true;         // K mean subtracted (a runtime switch of prepare, not compiled in)
+
   // The prepare stats kernel runs only when there is a K mean or a V amax to gather.
-  bool gather_stats() const { return spec.v.pv_fp16 ? smooth_k : true; }
-  bool smooth_k = true;
+  bool gather_stats() const { return smooth_k || !spec.v.pv_fp16; }
 };
 
 // Error(unsupported) unless the kernels are compiled for `head_dim` (jit/kernel_desc.hpp).
