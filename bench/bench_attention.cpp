@@ -18,6 +18,7 @@
 
 #include "common/prelude.h"
 #include "device/device.hpp"
+#include "dev/attention_harness.hpp"
 #include "plan/attention_runner.hpp"
 #include "jit/jit.hpp"
 
@@ -56,7 +57,7 @@ float from_bf16(std::uint16_t x) { return sj_bf16_to_f32(x); }
 
 // One input set: q, k, v dense HND bf16, kept on the host too for the reference rows.
 struct InputSet {
-  std::vector<std::uint16_t> q, k, v;
+  numerics::HostTensor q, k, v;
   void* dq = nullptr;
   void* dk = nullptr;
   void* dv = nullptr;
@@ -72,7 +73,7 @@ std::vector<double> reference_row(const InputSet& in, const Shape& s, int head, 
   for (int j = 0; j < keys; ++j) {
     double dot = 0;
     for (std::size_t c = 0; c < d; ++c)
-      dot += double(from_bf16(in.q[base + row * d + c])) * double(from_bf16(in.k[base + j * d + c]));
+      dot += double(from_bf16(in.q.storage()[base + row * d + c])) * double(from_bf16(in.k.storage()[base + j * d + c]));
     scores[j] = dot * double(sm_scale);
     max_score = std::max(max_score, scores[j]);
   }
@@ -81,7 +82,7 @@ std::vector<double> reference_row(const InputSet& in, const Shape& s, int head, 
   for (int j = 0; j < keys; ++j) {
     const double w = std::exp(scores[j] - max_score);
     sum += w;
-    for (std::size_t c = 0; c < d; ++c) out[c] += w * double(from_bf16(in.v[base + j * d + c]));
+    for (std::size_t c = 0; c < d; ++c) out[c] += w * double(from_bf16(in.v.storage()[base + j * d + c]));
   }
   for (auto& x : out) x /= sum;
   return out;
@@ -165,12 +166,15 @@ int main(int argc, char** argv) {
     const std::size_t elements = std::size_t(s.batch) * s.heads * s.seq * s.head_dim;
     // Rotate input sets so that consecutive runs do not find their inputs in the 60 MB L2.
     const int sets = elements * 2 * 3 >= (std::size_t(256) << 20) ? 2 : 4;
-    std::vector<InputSet> inputs(sets);
+    const numerics::Dims dims{s.batch, s.heads, s.seq, s.head_dim};
+    const numerics::HostTensor dense(dims, DType::bf16, Layout::HND);  // dims and strides of q, k, v, out
+    std::vector<InputSet> inputs;
+    for (int set = 0; set < sets; ++set) inputs.push_back({dense, dense, dense});
     for (auto& in : inputs) {
       // Copies of a pool of normal values from random offsets: fresh-looking data without sampling
       // billions of normals on the host.
-      for (auto* host : {&in.q, &in.k, &in.v}) {
-        host->resize(elements);
+      for (auto* tensor : {&in.q, &in.k, &in.v}) {
+        auto* host = &tensor->storage();
         std::size_t offset = std::uniform_int_distribution<std::size_t>(0, pool.size() - 1)(rng);
         for (std::size_t done = 0; done < elements;) {
           const std::size_t n = std::min(elements - done, pool.size() - offset);
@@ -182,23 +186,13 @@ int main(int argc, char** argv) {
       in.dq = device.allocate(ordinal, elements * 2);
       in.dk = device.allocate(ordinal, elements * 2);
       in.dv = device.allocate(ordinal, elements * 2);
-      device.copy_to_device(ordinal, in.dq, in.q.data(), elements * 2);
-      device.copy_to_device(ordinal, in.dk, in.k.data(), elements * 2);
-      device.copy_to_device(ordinal, in.dv, in.v.data(), elements * 2);
+      device.copy_to_device(ordinal, in.dq, in.q.storage().data(), elements * 2);
+      device.copy_to_device(ordinal, in.dk, in.k.storage().data(), elements * 2);
+      device.copy_to_device(ordinal, in.dv, in.v.storage().data(), elements * 2);
     }
     void* out = device.allocate(ordinal, elements * 2);
-    AttentionCall call;
-    call.batch = s.batch;
-    call.heads_q = call.heads_kv = s.heads;
-    call.seq_q = call.seq_kv = s.seq;
-    call.head_dim = s.head_dim;
-    call.dtype = DType::bf16;
-    const RowStrides dense{std::int64_t(s.heads) * s.seq * s.head_dim, std::int64_t(s.seq) * s.head_dim, s.head_dim};
-    call.q_strides = call.k_strides = call.v_strides = call.out_strides = dense;
-    call.causal = s.causal;
-    call.sm_scale = float(1.0 / std::sqrt(double(s.head_dim)));
-    call.smooth_k = true;
-    call.out = out;
+    AttentionCall call = attention_call_for(dense, dense, dense, dense, {nullptr, nullptr, nullptr, out, nullptr},
+                                            s.causal, /*smooth_k=*/true);
     call.attention_config = config;
     call.prepare_config = {{"threads", 256}};
     const AttentionPlan plan = plan_attention(call, device_target(device, ordinal));
