@@ -165,3 +165,11 @@ TEST_CASE("the attention plan resolves the switch: each kernel gets the config i
   CHECK(wgmma.workspace.total_bytes == mma.workspace.total_bytes);  // same V format, same layout
   CHECK_THROWS_AS(plan_attention(call, "sm_89"), Error);             // wgmma is Hopper-only
 }
+
+TEST_CASE("the wgmma kernel is compiled for the arch-specific target; the others for the device's") {
+  const KernelDesc& sm90 = kernel_by_name("attention_sm90");
+  CHECK(kernel_compile_target(sm90, parse_target("sm_90")) == "sm_90a");
+  CHECK(kernel_compile_target(sm90, parse_target("sm_90a")) == "sm_90a");
+  CHECK(kernel_compile_target(kernel_by_name("attention_sm80"), parse_target("sm_90")) == "sm_90");
+  CHECK(kernel_compile_target(kernel_by_name("prepare"), parse_target("gfx1201:xnack-")) == "gfx1201:xnack-");
+}

@@ -1,6 +1,7 @@
 #include "jit/kernel_config.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -113,7 +114,9 @@ Defines kernel_defines(const KernelDesc& desc, const TileConfig& config, const S
 }
 
 std::string kernel_compile_target(const KernelDesc& desc, const Target& target) {
-  if (!desc.arch_specific || !target.is_nvidia() || target.arch.back() == 'a') return target.full;
+  // An NVIDIA arch with a suffix ("sm_90a", "sm_100f") is already a specific variant.
+  if (!desc.arch_specific || !target.is_nvidia() || !std::isdigit(static_cast<unsigned char>(target.arch.back())))
+    return target.full;
   return target.arch + "a";
 }
 
