@@ -34,7 +34,9 @@ test-gpu: build
 
 # CPU tests under AddressSanitizer + UndefinedBehaviorSanitizer, plus a short fuzz run of the
 # tuning-table loader (libFuzzer, clang).
+# libclang-rt-22-dev: the libFuzzer and sanitizer runtimes of clang-22 (the fuzz target links them).
 sanitize: deps
+	@./tools/scripts/install_deps.sh libclang-rt-22-dev
 	@cmake -S . -B $(SANITIZE_DIR) -G Ninja -DSAGEJIT_SANITIZE=ON -DSAGEJIT_FUZZ=ON $(CMAKE_FLAGS)
 	@cmake --build $(SANITIZE_DIR) -j $(JOBS)
 	@cd $(SANITIZE_DIR) && LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp ctest --output-on-failure -j $(JOBS) -L cpu

@@ -20,7 +20,7 @@ endif()
 set(sagejit_fuzz_dir ${PROJECT_BINARY_DIR}/fuzz)
 set(sagejit_fuzz_runtime_sources
   tuning/problem_key.cpp tuning/table_file.cpp tuning/tuning_table.cpp dev/table_merge.cpp tuning/miss_record.cpp
-  core/tile_config.cpp core/error.cpp core/log.cpp core/env.cpp core/types.cpp)
+  jit/kernel_config.cpp core/target.cpp core/tile_config.cpp core/error.cpp core/log.cpp core/env.cpp core/types.cpp)
 list(TRANSFORM sagejit_fuzz_runtime_sources PREPEND ${PROJECT_SOURCE_DIR}/runtime/src/)
 set(sagejit_fuzz_sources ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_tuning_loader.cpp ${sagejit_fuzz_runtime_sources})
 file(GLOB sagejit_fuzz_headers CONFIGURE_DEPENDS
