@@ -177,17 +177,22 @@ void CodeCache::publish(const fs::path& dir, const CacheKey& key, const EntryLab
   }
 }
 
-std::optional<CacheLookup> CodeCache::find_prebuilt(const CacheKey& key, const EntryLabel& label) {
-  const auto start = std::chrono::steady_clock::now();
-  const auto slot = slot_for(key);
-  std::lock_guard slot_lock(slot->mutex);
-  if (slot->code) return CacheLookup{slot->code, CacheHit::memory, elapsed_ms(start)};
+std::optional<CacheLookup> CodeCache::memory_or_system(Slot& slot, const CacheKey& key, const EntryLabel& label,
+                                                    std::chrono::steady_clock::time_point start) const {
+  if (slot.code) return CacheLookup{slot.code, CacheHit::memory, elapsed_ms(start)};
   const auto dir = system_dir();
   if (!dir) return std::nullopt;
   auto code = read_entry(*dir / entry_file_name(key, label), key, /*system=*/true, /*remove_bad=*/true);
   if (!code) return std::nullopt;
-  slot->code = std::move(code);
-  return CacheLookup{slot->code, CacheHit::system, elapsed_ms(start)};
+  slot.code = std::move(code);
+  return CacheLookup{slot.code, CacheHit::system, elapsed_ms(start)};
+}
+
+std::optional<CacheLookup> CodeCache::find_prebuilt(const CacheKey& key, const EntryLabel& label) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto slot = slot_for(key);
+  std::lock_guard slot_lock(slot->mutex);
+  return memory_or_system(*slot, key, label, start);
 }
 
 std::vector<PrebuiltCompiler> CodeCache::prebuilt_compilers() const {
@@ -200,16 +205,13 @@ CacheLookup CodeCache::get_or_compile(const CacheKey& key, const EntryLabel& lab
   const auto start = std::chrono::steady_clock::now();
   const auto slot = slot_for(key);
   std::lock_guard slot_lock(slot->mutex);  // other threads asking for this key wait here
-  if (slot->code) return {slot->code, CacheHit::memory, elapsed_ms(start)};
+  if (auto found = memory_or_system(*slot, key, label, start)) return *std::move(found);
 
   auto found = [&](CodeObject code, CacheHit hit) {
     slot->code = std::move(code);
     return CacheLookup{slot->code, hit, elapsed_ms(start)};
   };
   const std::string file_name = entry_file_name(key, label);
-  if (const auto dir = system_dir())
-    if (auto code = read_entry(*dir / file_name, key, /*system=*/true, /*remove_bad=*/true))
-      return found(std::move(code), CacheHit::system);
 
   const auto dir = user_dir();
   std::optional<FileLock> process_lock;

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -92,6 +93,9 @@ class CodeCache {
     CodeObject code;
   };
   std::shared_ptr<Slot> slot_for(const CacheKey& key);
+  // The code object of `key` from memory or the read-only system dir (the caller holds slot's mutex).
+  std::optional<CacheLookup> memory_or_system(Slot& slot, const CacheKey& key, const EntryLabel& label,
+                                              std::chrono::steady_clock::time_point start) const;
   std::optional<std::filesystem::path> user_dir() const;  // prepares it on first use
   std::optional<std::filesystem::path> system_dir() const;
   void go_memory_only(const std::string& reason) const;

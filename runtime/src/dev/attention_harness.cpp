@@ -44,7 +44,7 @@ AttentionCall attention_call_for(const numerics::HostTensor& q, const numerics::
   call.out = device.out;
   call.q_strides = row_strides(q);
   call.k_strides = row_strides(k);
-  if (!(v.dims() == k.dims())) fail(ErrorCode::invalid_argument, "attention_call_for: v's dims differ from k's");
+  if (v.dims() != k.dims()) fail(ErrorCode::invalid_argument, "attention_call_for: v's dims differ from k's");
   call.v_strides = row_strides(v);
   call.out_strides = row_strides(out);
   call.causal = causal;

@@ -16,9 +16,11 @@ std::optional<CompilerKind> named_compiler(const Target& target, std::optional<C
     const auto name = env::get("SAGEJIT_COMPILER");
     if (!name) return std::nullopt;
     origin = "SAGEJIT_COMPILER";
-    if (*name != "nvrtc" && *name != "hiprtc" && *name != "clang")
-      fail(ErrorCode::invalid_argument, "SAGEJIT_COMPILER={} is not one of [nvrtc, hiprtc, clang]", *name);
-    requested = parse_compiler_kind(*name);
+    try {
+      requested = parse_compiler_kind(*name);
+    } catch (const Error& error) {  // the same names, but the message names the variable
+      fail(ErrorCode::invalid_argument, "SAGEJIT_COMPILER={}: {}", *name, error.what());
+    }
   }
   const bool fits = target.is_nvidia() ? *requested == CompilerKind::nvrtc : *requested != CompilerKind::nvrtc;
   if (!fits)

@@ -122,8 +122,8 @@ std::string kernel_compile_target(const KernelDesc& desc, const Target& target) 
 
 LaunchGeometry kernel_geometry(const KernelDesc& desc, int entry, const TileConfig& config, const Specialization& spec,
                                const ProblemShape& shape) {
-  if (desc.geometry == nullptr) return {};
-  return desc.geometry(entry, complete_config(desc, config), spec, shape);
+  // On every launch: the config is already complete (the plan's), so it is not copied again here.
+  return desc.geometry != nullptr ? desc.geometry(entry, config, spec, shape) : LaunchGeometry{};
 }
 
 VInput kernel_v_input(const KernelDesc& desc, const TileConfig& config) {

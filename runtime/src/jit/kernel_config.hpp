@@ -39,7 +39,8 @@ Defines kernel_defines(const KernelDesc& desc, const TileConfig& config, const S
 // ("sm_90" -> "sm_90a").
 std::string kernel_compile_target(const KernelDesc& desc, const Target& target);
 
-// Launch geometry of entry `entry` with defaults filled; a kernel without geometry gets one block of 1.
+// Launch geometry of entry `entry` for a complete config (complete_config; the plan's configs are);
+// a kernel without geometry gets one block of 1.
 LaunchGeometry kernel_geometry(const KernelDesc& desc, int entry, const TileConfig& config, const Specialization& spec,
                                const ProblemShape& shape);
 

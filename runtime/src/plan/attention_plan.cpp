@@ -15,11 +15,9 @@ namespace {
 
 // A config from the caller, or else from the tuning tables.
 TileConfig config_for(const AttentionCall& call, const TileConfig& explicit_config, std::string_view family,
-                      const Target& target, MatchLevel* level) {
+                      const Target& target) {
   if (!explicit_config.empty()) return explicit_config;
-  const Lookup found = tuning_tables().lookup(problem_key_of(call, family, target));
-  if (level != nullptr) *level = found.level;
-  return found.config;
+  return tuning_tables().lookup(problem_key_of(call, family, target)).config;
 }
 
 // The config `desc` runs with, complete, or Error(unsupported) with the descriptor's reason.
@@ -83,13 +81,13 @@ AttentionPlan plan_attention(const AttentionCall& call, const Target& target) {
   plan.spec.write_lse = call.writes_lse();
 
   // The attention kernel first: it decides the V format prepare writes.
-  const TileConfig attention = config_for(call, call.attention_config, "attention", target, &plan.attention_match);
+  const TileConfig attention = config_for(call, call.attention_config, "attention", target);
   plan.attention = &find_kernel("attention", target.full, attention);
   plan.attention_config = checked_config(*plan.attention, kernel_config_of(*plan.attention, attention), plan.spec, target);
   plan.spec.v = kernel_v_input(*plan.attention, plan.attention_config);
 
   plan.prepare = &find_kernel("prepare", target.full);
-  const TileConfig prepare = config_for(call, call.prepare_config, "prepare", target, nullptr);
+  const TileConfig prepare = config_for(call, call.prepare_config, "prepare", target);
   plan.prepare_config = checked_config(*plan.prepare, prepare, plan.spec, target);
 
   plan.shape = {static_cast<int>(call.batch), static_cast<int>(call.heads_q), static_cast<int>(call.heads_kv),

@@ -20,7 +20,6 @@ struct AttentionPlan {
   const KernelDesc* attention = nullptr;
   TileConfig prepare_config;    // complete (every parameter present)
   TileConfig attention_config;  // complete
-  MatchLevel attention_match = MatchLevel::exact;  // the tuning level that supplied it (exact for an explicit config)
   Specialization spec;          // what both kernels are compiled for
   ProblemShape shape;           // for launch geometry
   WorkspaceLayout workspace;    // what prepare writes and attention reads
