@@ -45,7 +45,9 @@ class Tensor(ctypes.Structure):
 
 
 class Options(ctypes.Structure):
+    # struct_size first (C ABI 1); start from library().sagejit_default_options(), which sets it.
     _fields_ = [
+        ("struct_size", ctypes.c_uint32),
         ("layout", ctypes.c_int32),
         ("causal", ctypes.c_int32),
         ("has_sm_scale", ctypes.c_int32),
@@ -73,7 +75,7 @@ def _candidates():
     builds = glob.glob(os.path.join(repo, "build*", "runtime", "libsagejit.so"))
     # The most recently built tree first.
     yield from sorted(builds, key=os.path.getmtime, reverse=True)
-    yield "libsagejit.so.0"
+    yield "libsagejit.so.1"
     yield "libsagejit.so"
 
 
@@ -90,8 +92,9 @@ def _declare(lib):
     lib.sagejit_supports.argtypes = [tensor_p, tensor_p, tensor_p, tensor_p, options_p,
                                      ctypes.POINTER(ctypes.c_int)]
     lib.sagejit_workspace_size.argtypes = [tensor_p, tensor_p, tensor_p, options_p, ctypes.POINTER(ctypes.c_size_t)]
+    lib.sagejit_emulate_attention.argtypes = [tensor_p, tensor_p, tensor_p, tensor_p, options_p, ctypes.c_char_p]
     for name in ("sagejit_attention", "sagejit_attention_with_workspace", "sagejit_supports",
-                 "sagejit_workspace_size", "sagejit_release_workspaces"):
+                 "sagejit_workspace_size", "sagejit_release_workspaces", "sagejit_emulate_attention"):
         getattr(lib, name).restype = ctypes.c_int
     lib.sagejit_release_workspaces.argtypes = []
     lib.sagejit_default_options.argtypes = []
