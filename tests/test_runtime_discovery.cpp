@@ -103,7 +103,7 @@ std::vector<std::string> loaded_stand_ins() {
 // Every case starts with no stand-in loaded, so what (a) sees is only what the case loads.
 void require_nothing_loaded() {
   const auto loaded = loaded_stand_ins();
-  REQUIRE_MESSAGE(loaded.empty(), "a stand-in is still loaded: " << loaded.front());
+  if (!loaded.empty()) FAIL("a stand-in is still loaded: " << loaded.front());
 }
 
 int stub_version(const DiscoveredLibrary& chosen) {
@@ -403,6 +403,8 @@ TEST_CASE("NVRTC: pip's cu13 before cuda_nvrtc, then CUDA_HOME, /usr/local/cuda-
   if (search_path != nullptr && std::string(search_path).find(kStubs) != std::string::npos) {
     chosen = discover_library(RuntimeLibrary::nvrtc, DiscoveryInputs{}, nullptr);
     CHECK(chosen.rule_text() == "(e) soname libnvrtc.so.13");
+  } else {
+    MESSAGE("(e) skipped: run through ctest, which puts the stand-ins on LD_LIBRARY_PATH");
   }
 }
 
