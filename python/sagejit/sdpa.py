@@ -7,8 +7,8 @@ sageattn, and every other call to the original SDPA, counting both.
         image = pipe(prompt).images[0]
     print(sagejit.sdpa_counters())       # {'routed': 960, 'fallback': 24, 'fallback_reasons': {...}}
 
-Routed: 4-D CUDA/ROCm tensors [B, H, N, D] in bf16/fp16, no attn_mask, dropout_p == 0, head_dim 64 or
-128, equal heads (or enable_gqa=True with Hq % Hk == 0), no autograd (sagejit has no backward), and
+Routed: 4-D CUDA/ROCm tensors [B, H, N, D] in bf16/fp16, no attn_mask, dropout_p == 0, head_dim a
+multiple of 8 up to 128 (64 and 128 natively, others zero-padded by the library), equal heads (or enable_gqa=True with Hq % Hk == 0), no autograd (sagejit has no backward), and
 anything else the library accepts (supports()). Everything else - masks, dropout, fp32, a VAE's odd
 head_dim, CPU tensors, training - goes to the original function unchanged. Code that imported
 scaled_dot_product_attention by name before patching keeps the original.
@@ -55,7 +55,10 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, is_causal, scale, 
         return "tensors on different devices"
     if query.dtype not in (torch.bfloat16, torch.float16) or key.dtype != query.dtype or value.dtype != query.dtype:
         return "dtype"
-    if query.shape[-1] not in (64, 128) or key.shape[-1] != query.shape[-1] or value.shape[-1] != query.shape[-1]:
+    # The library's head-dim rule (plan/attention_plan.hpp check_head_dim), checked here so that a
+    # VAE's head_dim 512 falls back without an exception per call.
+    head_dim = query.shape[-1]
+    if head_dim % 8 != 0 or not 8 <= head_dim <= 128 or key.shape[-1] != head_dim or value.shape[-1] != head_dim:
         return "head_dim"
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return "autograd"
