@@ -10,7 +10,8 @@
 //
 // Compile-time parameters (all required; one code object per combination):
 //   SJ_HEAD_DIM 64|128, SJ_DTYPE 0 (bf16) | 1 (fp16), SJ_CAUSAL 0|1, SJ_WRITE_LSE 0|1,
-//   SJ_WAVES, SJ_ROWS_PER_WAVE 16|32, SJ_BLOCK_N 32|64, SJ_STAGES 1|2.
+//   SJ_WAVES, SJ_ROWS_PER_WAVE 16|32, SJ_BLOCK_N 32|64, SJ_STAGES 1|2. SJ_HEAD_DIM is the kernel head
+//   dim; out gets the call's p.head_dim columns (fewer when the call's head dim is zero-padded).
 // Launch (attention_gfx12_desc.cpp): grid (ceil(Nq / (WAVES*ROWS_PER_WAVE)), Hq, B), block WAVES*32.
 // Workspace pointers must be 16-byte aligned (the runner's workspace layout guarantees it), and a KV
 // head's V workspace must be below 4 GiB (Nk_pad * D < 2^32): per-lane tile offsets are 32-bit.
@@ -358,6 +359,7 @@ void sj_attention_gfx12(SjAttentionParams p) {
 #pragma unroll
     for (int cb = 0; cb < kSteps; ++cb) {
       const int d0 = cb * 16 + sj_g12_o_channel(lane, 0);
+      if (d0 >= p.head_dim) continue;  // columns past the call's head dim are padding
       const sj_v4f sv_lo = *(const sj_v4f*)(v_scale + d0);
       const sj_v4f sv_hi = *(const sj_v4f*)(v_scale + d0 + 4);
       const float sv[8] = {sv_lo.x, sv_lo.y, sv_lo.z, sv_lo.w, sv_hi.x, sv_hi.y, sv_hi.z, sv_hi.w};

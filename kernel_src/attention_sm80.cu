@@ -12,7 +12,8 @@
 //
 // Grid: (ceil(Nq / BLOCK_M), Hq, B); causal grids run the heaviest query blocks first.
 // Defines: SJ_HEAD_DIM, SJ_WARPS, SJ_ROWS_PER_WARP, SJ_BLOCK_N, SJ_STAGES, SJ_PV_FP16, SJ_DTYPE,
-// SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS (optional, default 1).
+// SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS (optional, default 1). SJ_HEAD_DIM is the kernel head dim;
+// out gets the call's p.head_dim columns (fewer when the call's head dim is zero-padded).
 #include "arch/mma_sm80.h"
 #include "common/online_softmax.h"
 #include "common/prelude.h"
@@ -329,6 +330,7 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
       sj_u16* out = (sj_u16*)p.out + b * p.o_stride_b + hq * p.o_stride_h + row * p.o_stride_n;
 #pragma unroll
       for (int dt = 0; dt < SJ_D_TILES; ++dt) {
+        if (dt * 8 >= p.head_dim) break;  // columns past the call's head dim are padding
         const int d = dt * 8 + 2 * t;
         const float2 sv = *(const float2*)(v_scale + d);
         const sj_u16 lo = sj_to_dtype(sj_output(o[mt][dt][2 * h], row_l, sv.x), SJ_DTYPE);

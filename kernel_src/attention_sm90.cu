@@ -15,7 +15,8 @@
 //
 // Grid: (ceil(Nq / BLOCK_M), Hq, B); causal grids run the heaviest query blocks first.
 // Defines: SJ_HEAD_DIM (64|128), SJ_WARPS (4|8: one or two warpgroups), SJ_BLOCK_N (64|128), SJ_STAGES (2|3), SJ_DTYPE,
-// SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS.
+// SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS. SJ_HEAD_DIM is the kernel head dim; out gets the call's
+// p.head_dim columns (fewer when the call's head dim is zero-padded).
 #include "arch/mma_sm80.h"
 #include "arch/wgmma_sm90.h"
 #include "common/online_softmax.h"
@@ -235,6 +236,7 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     sj_u16* out = (sj_u16*)p.out + b * p.o_stride_b + hq * p.o_stride_h + row * p.o_stride_n;
 #pragma unroll
     for (int j = 0; j < SJ_D / 8; ++j) {
+      if (8 * j >= p.head_dim) break;  // columns past the call's head dim are padding
       const int d = 8 * j + 2 * t;
       const float2 sv = *(const float2*)(v_scale + d);
       out[d] = sj_to_dtype(sj_output(o[4 * j + 2 * h], row_l, sv.x), SJ_DTYPE);  // 16-bit stores: any stride

@@ -14,6 +14,11 @@
 // Compile-time defines: SJ_HEAD_DIM (64|128), SJ_DTYPE (0 bf16, 1 fp16), SJ_PV_FP16 (0|1),
 // SJ_PREPARE_THREADS (128|256), SJ_V_PERMUTE (0 natural key order, 1 the sm80 fp8 order of
 // arch/mma_sm80.h).
+//
+// Padded head dims: SJ_HEAD_DIM is the kernel head dim; a call of p.head_dim < SJ_HEAD_DIM channels
+// (a multiple of 8) is read only in its own channels, and every workspace channel past it is written
+// as if its input were 0: K sum and mean 0, V amax 0 so v_scale 0 (fp8; 1 for fp16 PV) and every
+// quantized value 0 (sj_quantize_* give 0 for a zero scale, never a division by zero).
 #include "common/online_softmax.h"  // sj_from_dtype
 #include "common/prelude.h"
 #include "common/quant.h"
@@ -56,17 +61,18 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p) {
   // loop over the chunk's tokens in order, which fixes the fp64 summation order of the contract.
   for (int item = (int)sj_thread_x(); item < 2 * SJ_D; item += SJ_THREADS) {
     const int d = item % SJ_D;
+    const int end = d < p.head_dim ? last : first;  // a padded channel reads no token: sum 0, amax 0
     if (item < SJ_D) {
       if (!p.smooth_k) continue;
       const sj_i64 base = b * p.k_stride_b + hk * p.k_stride_h + d;
       double sum = 0.0;
-      for (int n = first; n < last; ++n) sum = sj_add_rn_f64(sum, (double)sj_load_input(p.k, base + n * p.k_stride_n));
+      for (int n = first; n < end; ++n) sum = sj_add_rn_f64(sum, (double)sj_load_input(p.k, base + n * p.k_stride_n));
       p.k_mean_partial[partial + d] = sum;
     } else {
 #if !SJ_PV_FP16
       const sj_i64 base = b * p.v_stride_b + hk * p.v_stride_h + d;
       float amax = 0.0f;
-      for (int n = first; n < last; ++n) amax = sj_amax_update(amax, sj_load_input(p.v, base + n * p.v_stride_n));
+      for (int n = first; n < end; ++n) amax = sj_amax_update(amax, sj_load_input(p.v, base + n * p.v_stride_n));
       p.v_amax_partial[partial + d] = amax;
 #endif
     }
@@ -140,7 +146,8 @@ SJ_DEVICE bool sj_rows_aligned(const void* input, sj_i64 base, sj_i64 stride_n) 
 }
 
 // One 32-row block of Q (is_q) or K: x per element, block amax, int8 with the block scale. Each
-// thread keeps its 8-channel chunks in registers; rows past the sequence are written as 0.
+// thread keeps its 8-channel chunks in registers; rows past the sequence and channels past
+// p.head_dim are x = 0 (outside the amax) and written as 0.
 SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int head, int block, float* scratch) {
   constexpr int per_thread = (SJ_QUANT_BLOCK * SJ_CHUNKS + SJ_THREADS - 1) / SJ_THREADS;
   const int tid = (int)sj_thread_x();
@@ -161,7 +168,7 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
     const int item = tid + k * SJ_THREADS;
     const int r = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
     const int n = first_row + r;
-    if (item < SJ_QUANT_BLOCK * SJ_CHUNKS && n < seq) {
+    if (item < SJ_QUANT_BLOCK * SJ_CHUNKS && n < seq && d0 < p.head_dim) {
       float value[8];
       sj_load_chunk(input, base + n * stride_n + d0, vector, value);
 #pragma unroll
@@ -241,7 +248,7 @@ SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int group,
     const int key = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
     const int n = first_key + key;
     float value[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    if (n < p.seq_kv) sj_load_chunk(p.v, base + n * p.v_stride_n + d0, vector, value);
+    if (n < p.seq_kv && d0 < p.head_dim) sj_load_chunk(p.v, base + n * p.v_stride_n + d0, vector, value);
 #pragma unroll
     for (int i = 0; i < 8; ++i) tile[key * SJ_D + d0 + i] = value[i];
   }

@@ -24,7 +24,7 @@ inline void* fake_pointer(std::uintptr_t index) { return reinterpret_cast<void*>
 inline ValidCall make_valid_call(Layout layout = Layout::HND) {
   const std::int64_t batch = random_in(1, 3), heads_kv = random_in(1, 4), group = random_in(1, 3);
   const std::int64_t seq_q = random_in(1, 300), seq_kv = random_in(1, 300);
-  const std::int64_t head_dim = random_in(0, 1) != 0 ? 64 : 128;
+  const std::int64_t head_dim = 8 * random_in(1, 16);  // every accepted head dim, padded ones included
   const DType dtype = random_in(0, 1) != 0 ? DType::bf16 : DType::fp16;
   const auto shape = [&](std::int64_t heads, std::int64_t seq) {
     return layout == Layout::HND ? std::array<std::int64_t, 4>{batch, heads, seq, head_dim}

@@ -54,11 +54,16 @@ std::vector<Case> cases(Layout layout) {
        {"q.shape[" + std::to_string(n) + "] (N) is 0", ">= 1"}},
       {"negative size", [h](ValidCall& c) { c.k.shape[h] = -3; }, ErrorCode::invalid_argument,
        {"k.shape[" + std::to_string(h) + "] (H) is -3"}},
-      {"head_dim 96",
+      {"head_dim 100 (not a multiple of 8)",
        [](ValidCall& c) {
-         for (TensorView* t : {&c.q, &c.k, &c.v, &c.out}) t->shape[3] = 96, t->strides = contiguous_strides(t->shape);
+         for (TensorView* t : {&c.q, &c.k, &c.v, &c.out}) t->shape[3] = 100, t->strides = contiguous_strides(t->shape);
        },
-       ErrorCode::unsupported, {"head_dim", "96", "[64, 128]"}},
+       ErrorCode::unsupported, {"head_dim 100", "multiples of 8 from 8 to 128", "[64, 128]"}},
+      {"head_dim 136 (above 128)",
+       [](ValidCall& c) {
+         for (TensorView* t : {&c.q, &c.k, &c.v, &c.out}) t->shape[3] = 136, t->strides = contiguous_strides(t->shape);
+       },
+       ErrorCode::unsupported, {"head_dim 136", "multiples of 8 from 8 to 128", "[64, 128]"}},
       {"innermost stride", [](ValidCall& c) { c.v.strides[3] = 2; }, ErrorCode::invalid_argument,
        {"v.strides[3]", "stride 1"}},
       {"negative stride", [n](ValidCall& c) { c.k.strides[n] = -c.k.strides[n]; }, ErrorCode::invalid_argument,
@@ -131,7 +136,7 @@ void restride(ValidCall& call, const ValidCall& before) {
 TEST_CASE("attention() and supports() reject every invalid argument, naming it") {
   for (Layout layout : {Layout::HND, Layout::NHD}) {
     for (const Case& test : cases(layout)) {
-      CAPTURE(test.name);
+      CAPTURE(std::string(test.name));
       CAPTURE(to_string(layout));
       const ValidCall valid = make_valid_call(layout);
       ValidCall call = valid;

@@ -8,13 +8,15 @@
 //  - LDS as the descriptor computes it and <= 64 KiB; VGPRs <= 256 and within the descriptor's
 //    estimate (so check_kernel_config's acceptance means something).
 // Specimens: bf16 D=128; fp16 D=64 causal + LSE; fp16 D=128 causal + LSE (the most VGPRs; 32-row configs).
-// Also the shared prepare kernel (kernel_src/prepare.cu) is compiled for gfx1201. Skips (saying so)
+// Also the shared prepare kernel (kernel_src/prepare.cu) is compiled for gfx1201, and the code objects
+// the plan picks for calls of zero-padded head dims (D=40 and 96 run at 64 and 128). Skips (saying so)
 // when clang-22 or the LLVM tools are missing.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -37,6 +39,7 @@
 #include "kernels/attention_gfx12_desc.hpp"
 #include "kernels/registry.hpp"
 #include "jit/render.hpp"
+#include "plan/attention_plan.hpp"
 
 namespace fs = std::filesystem;
 using namespace sagejit;
@@ -380,4 +383,56 @@ TEST_CASE("gfx12 attention descriptor rejects what the kernel does not support, 
   const auto defines = kernel_defines(attention_gfx12_kernel, good, spec);
   CHECK(std::find(defines.begin(), defines.end(), std::pair<std::string, std::string>{"SJ_BLOCK_N", "32"}) != defines.end());
   CHECK(std::find(defines.begin(), defines.end(), std::pair<std::string, std::string>{"SJ_HEAD_DIM", "128"}) != defines.end());
+}
+
+// Head dims below 128 run zero-padded (plan/attention_plan.hpp kernel_head_dim_for): the plan of a
+// D=40 call (SD 1.5) and of a D=96 causal LSE call (Lumina 2) on gfx1201 takes the D=64 / D=128 code
+// objects, whose prologue reads p.head_dim channels and whose epilogue writes p.head_dim columns;
+// exactly those code objects (the plan's configs from the gfx1201 table) must build with clang-22.
+TEST_CASE("gfx12: the plan's kernels for zero-padded head dims (D=40, D=96) build for gfx1201") {
+  const Tools tools{tool_path(SAGEJIT_TEST_OBJDUMP), tool_path(SAGEJIT_TEST_READELF)};
+  if (!executable_exists(tools.objdump) || !executable_exists(tools.readelf)) {
+    MESSAGE("skipped: llvm-objdump/llvm-readelf (22) not found at configure time");
+    return;
+  }
+  try {
+    (void)clang_compiler();
+  } catch (const Error& error) {
+    MESSAGE("skipped: no offline AMDGPU clang: ", error.what());
+    return;
+  }
+  const fs::path directory = fs::temp_directory_path() / fmt::format("sagejit-gfx12-padded-{}", ::getpid());
+  fs::create_directories(directory);
+  for (const std::int64_t head_dim : {40, 96}) {
+    AttentionCall call;
+    call.heads_q = call.heads_kv = 2;
+    call.seq_q = 300;
+    call.seq_kv = 500;
+    call.head_dim = head_dim;
+    call.sm_scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    call.causal = call.want_lse = head_dim == 96;
+    call.dtype = head_dim == 96 ? DType::fp16 : DType::bf16;
+    const AttentionPlan plan = plan_attention(call, kTarget);
+    CAPTURE(head_dim);
+    CHECK(plan.head_dim == head_dim);
+    CHECK(plan.spec.head_dim == (head_dim <= 64 ? 64 : 128));
+    for (const auto& [desc, config] : {std::pair{plan.attention, plan.attention_config}, {plan.prepare, plan.prepare_config}}) {
+      const IsaFigures got = build_and_inspect(*desc, config, plan.spec, tools, directory);
+      INFO(desc->name, " ", config_id(config), ": ", got.error);
+      REQUIRE(got.ok);
+      MESSAGE(fmt::format("D={} (run at {}) {} {}: {} VGPRs, {} B LDS, compile {:.1f} s", head_dim, plan.spec.head_dim,
+                          desc->name, config_id(config), got.vgprs, got.lds_bytes, got.compile_seconds));
+      CHECK(got.private_bytes == 0);
+      CHECK(got.scratch_instructions == 0);
+      CHECK(got.vgprs <= gfx12_vgpr_limit);
+      if (desc == plan.attention) {
+        const Gfx12AttentionFigures expected = gfx12_attention_figures(gfx12_attention_tile(config), plan.spec.head_dim);
+        CHECK(got.qk_wmma == expected.qk_wmma_per_tile);
+        CHECK(got.pv_wmma == expected.pv_wmma_per_tile);
+        CHECK(got.vgprs <= expected.vgpr_estimate);
+      }
+    }
+  }
+  std::error_code ignored;
+  fs::remove_all(directory, ignored);
 }

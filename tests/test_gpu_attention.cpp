@@ -17,6 +17,7 @@
 #include "gpu_attention_support.hpp"
 #include "dev/numerics/metrics.hpp"
 #include "dev/numerics/reference.hpp"
+#include "random_support.hpp"
 
 using namespace sagejit;
 using namespace sagejit::test;
@@ -266,5 +267,48 @@ TEST_CASE("GPU attention: wgmma kernel (sm_90), quality, features and odd length
       const Case odd = gqa_lengths_case(nq, nk, causal_case, (seed % 2) == 0);
       check_attention(*gpu, odd, wgmma(seed % 3 == 0 ? 8 : 4, seed % 2 == 0 ? 64 : 128, 2), seed, emulator_only);
       ++seed;
+    }
+}
+
+// Head dims that run zero-padded to the next kernel head dim (plan/attention_plan.hpp
+// kernel_head_dim_for): the tuning tables' kernel for this GPU and, on NVIDIA, both mma.sync PV
+// families and (sm_90) the shipped wgmma config, against the emulator and fp64. The head and token
+// strides of q, k, v and out are padded by (kernel dim - D) poisoned elements: a padded column written
+// to out lands in that padding (out_padding_intact), one read from q/k/v is a NaN that spoils the
+// block's scale (the emulator comparison fails). Shapes and flags are random (logged seed).
+TEST_CASE("GPU attention: zero-padded head dims (D = 8, 32, 40, 80, 96, 120)") {
+  const auto gpu = gpu_or_skip();
+  if (!gpu) return;
+  std::vector<TileConfig> configs{TileConfig{}};  // empty: the tuning tables' choice
+  if (gpu->target.rfind("sm_", 0) == 0) {
+    configs.push_back(config(4, 16, 64, 2, 0));
+    configs.push_back(config(4, 32, 64, 2, 1));
+  }
+  if (gpu->target == "sm_90")
+    configs.push_back(TileConfig{{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2},
+                                 {"pv_fp16", 0}, {"wgmma", 1}, {"min_blocks", 3}});
+  for (std::int64_t head_dim : {8, 32, 40, 80, 96, 120})
+    for (const TileConfig& attention : configs) {
+      Case c;
+      c.head_dim = head_dim;
+      c.dtype = test::random_in(0, 1) != 0 ? DType::fp16 : DType::bf16;
+      c.heads_kv = test::random_in(1, 2);
+      c.heads_q = c.heads_kv * test::random_in(1, 3);
+      c.seq_q = test::random_in(1, 700);
+      c.seq_kv = test::random_in(1, 1500);
+      c.layout = test::random_in(0, 1) != 0 ? Layout::NHD : Layout::HND;
+      const std::int64_t pad = kernel_head_dim_for(head_dim) - head_dim;
+      c.padding = {0, pad, pad};
+      c.causal = test::random_in(0, 1) != 0;
+      c.lse = test::random_in(0, 1) != 0;
+      c.smooth_k = test::random_in(0, 3) != 0;
+      c.fill = test::random_in(0, 3) == 0 ? Fill::channel_offsets : Fill::normal;
+      c.attention = attention;
+      c.seed = static_cast<std::uint64_t>(test::random_in(0, 1 << 30));
+      // The fp64 bar measures the algorithm only with enough keys per row (else one e4m3-rounded V
+      // value is the answer) and enough output elements (test_numerics_padded_head_dim.cpp).
+      const bool measurable = c.seq_kv >= 64 && (!c.causal || c.seq_q >= 256) &&
+                              c.batch * c.heads_q * c.seq_q * c.head_dim >= 4096;
+      check_attention(*gpu, c, Expect{0.999, 0.06, measurable});
     }
 }

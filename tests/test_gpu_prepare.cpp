@@ -9,6 +9,7 @@
 #include "arch/mma_sm80.h"
 #include "gpu_attention_support.hpp"
 #include "dev/numerics/workspace_compare.hpp"
+#include "random_support.hpp"
 
 using namespace sagejit;
 using namespace sagejit::test;
@@ -68,4 +69,34 @@ TEST_CASE("GPU prepare matches the emulator bit for bit") {
   // one token; equal rows (ties in the int8 rounding)
   const Case tiny{.seq_q = 1, .seq_kv = 1, .fill = Fill::equal_rows, .attention = fp8, .seed = 5};
   check_prepare(*gpu, tiny);
+}
+
+// Zero-padded head dims: prepare reads only the call's D channels (the strides are padded by poisoned
+// NaN elements where channels D.. would be read) and writes the kernel head dim's rows, the padded
+// channels 0, as the emulator does with the plan's head_dim_pad. Flags random (logged seed).
+TEST_CASE("GPU prepare of zero-padded head dims matches the emulator bit for bit") {
+  const auto gpu = gpu_or_skip();
+  if (!gpu) return;
+  for (std::int64_t head_dim : {8, 32, 40, 80, 96, 120}) {
+    const std::int64_t pad = kernel_head_dim_for(head_dim) - head_dim;
+    Case c;
+    c.head_dim = head_dim;
+    c.dtype = test::random_in(0, 1) != 0 ? DType::fp16 : DType::bf16;
+    c.heads_kv = test::random_in(1, 2);
+    c.heads_q = c.heads_kv * test::random_in(1, 3);
+    c.seq_q = test::random_in(1, 400);
+    c.seq_kv = test::random_in(1, 1200);
+    c.layout = test::random_in(0, 1) != 0 ? Layout::NHD : Layout::HND;
+    c.padding = {0, pad, pad};
+    c.smooth_k = test::random_in(0, 3) != 0;
+    c.lse = test::random_in(0, 1) != 0;
+    c.fill = test::random_in(0, 2) == 0 ? Fill::channel_offsets : Fill::normal;
+    c.attention = {};  // the tuning tables' kernel and V format for this GPU
+    if (gpu->target.rfind("sm_", 0) == 0)  // on NVIDIA also each mma.sync PV family's V format
+      c.attention = {{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 64}, {"stages", 2},
+                     {"pv_fp16", static_cast<int>(test::random_in(0, 1))}};
+    c.prepare = {{"threads", test::random_in(0, 1) != 0 ? 256 : 128}};
+    c.seed = static_cast<std::uint64_t>(test::random_in(0, 1 << 30));
+    check_prepare(*gpu, c);
+  }
 }

@@ -1,5 +1,6 @@
 // plan/workspace_layout: every section 256-byte aligned, large enough for docs/NUMERICS.md's
-// layout, in order without overlap, optional sections empty when unused, bad shapes rejected.
+// layout (rows of the kernel head dim's channels: zero-padded head dims included), in order without
+// overlap, optional sections empty when unused, bad shapes rejected.
 #include <doctest/doctest.h>
 
 #include <random>
@@ -20,7 +21,7 @@ TEST_CASE("workspace sections are aligned, ordered and sized per docs/NUMERICS.m
     s.heads_q = s.heads_kv * (1 + static_cast<int>(rng() % 4));
     s.seq_q = 1 + static_cast<int>(rng() % 5000);
     s.seq_kv = 1 + static_cast<int>(rng() % 5000);
-    s.head_dim = rng() % 2 ? 64 : 128;
+    s.head_dim = 8 * (1 + static_cast<int>(rng() % 16));  // every accepted head dim
     const VInput v{rng() % 2 == 1, VOrder::natural};
     s.smooth_k = rng() % 2;
     s.want_lse = rng() % 2;
@@ -33,7 +34,8 @@ TEST_CASE("workspace sections are aligned, ordered and sized per docs/NUMERICS.m
     const std::size_t offsets[] = {w.q8, w.q_scale, w.k8, w.k_scale, w.k_mean, w.k_mean_partial, w.v_amax_partial,
                                    w.v_quant, w.v_scale, w.lse_delta, w.total_bytes};
     for (std::size_t o : offsets) CHECK(o % WorkspaceLayout::alignment == 0);
-    const std::int64_t bq = s.batch * s.heads_q, bk = s.batch * s.heads_kv, d = s.head_dim;
+    const std::int64_t bq = s.batch * s.heads_q, bk = s.batch * s.heads_kv;
+    const std::int64_t d = s.head_dim <= 64 ? 64 : 128;  // channels of a workspace row: the padded head dim
     const std::int64_t needed[] = {bq * qp * d,
                                    bq * qp / 32 * 4,
                                    bk * kp * d,
@@ -55,14 +57,14 @@ TEST_CASE("workspace sections are aligned, ordered and sized per docs/NUMERICS.m
 TEST_CASE("workspace_layout rejects shapes the kernels cannot run") {
   AttentionCall s;
   s.sm_scale = 1.0f;
-  s.head_dim = 96;
+  s.head_dim = 100;
   const VInput v;
   try {
     workspace_layout(s, v);
-    FAIL("no error for head_dim 96");
+    FAIL("no error for head_dim 100");
   } catch (const Error& error) {  // the code the API and the runner give for it
     CHECK(error.code() == ErrorCode::unsupported);
-    CHECK(std::string(error.what()).find("head_dim 96") != std::string::npos);
+    CHECK(std::string(error.what()).find("head_dim 100") != std::string::npos);
   }
   s.head_dim = 128;
   s.seq_kv = 0;

@@ -339,7 +339,7 @@ int run(const Options& options) {
     const auto [kv_lo, kv_hi] = length_bucket(shape.seq_kv);
     new_entries.push_back({{"problem",
                             {{"dtype", shape.dtype == DType::fp16 ? "fp16" : "bf16"},
-                             {"head_dim", shape.head_dim},
+                             {"head_dim", kernel_head_dim_for(shape.head_dim)},  // tables key the kernel's (padded) dim
                              {"causal", shape.causal},
                              {"gqa_ratio", shape.gqa_ratio},
                              {"seq_q", {q_lo, q_hi}},

@@ -427,7 +427,9 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", options.dtypes, "Input dtypes to specialize for (default: bf16,fp16)")
       ->delimiter(',')
       ->check(CLI::IsMember({"bf16", "fp16"}));
-  app.add_option("--head-dim", options.head_dims, "Head dims to specialize for (default: " + kernel_head_dims_text() + ")")
+  app.add_option("--head-dim", options.head_dims,
+                 "Kernel head dims to specialize for (default: " + kernel_head_dims_text() +
+                     "); calls of a smaller head dim run zero-padded on the next of them")
       ->delimiter(',')
       ->check(CLI::IsMember(std::vector<int>(std::begin(kernel_head_dims), std::end(kernel_head_dims))));
   app.add_flag("--all-candidates", options.all_candidates, "Build every config of the tuning space, not just table + default");

@@ -79,6 +79,9 @@ std::vector<Feature> feature_matrix(bool quick, unsigned seed) {
       {"odd lengths, causal (Nq 333, Nk 77)", shape(1, 2, 333, 77, 64, DType::fp16, true), settings(9)},
       {"LSE output", shape(1, 2, 200, 300, 128), settings(10, Layout::HND, true)},
       {"K with channel offsets (smoothing)", shape(1, 2, 256, 256, 128), settings(11, Layout::HND, false, InputKind::channel_offsets)},
+      // Head dims run zero-padded to the next kernel head dim (SD 1.5's 40, Lumina 2's 96).
+      {"padded d40", shape(1, 2, 256, 256, 40), settings(12)},
+      {"padded d96, fp16 causal NHD LSE", shape(1, 2, 200, 300, 96, DType::fp16, true), settings(13, Layout::NHD, true)},
   };
   if (!quick) {
     unsigned salt = 100;

@@ -1,7 +1,8 @@
 // Kernel argument structs shared by host code and every kernel source (NVRTC, hipRTC, clang
 // -nogpuinc, and the host C++ compiler). Plain C layout, fixed-width types only, no includes: the
 // kernel prelude defines the integer types on the device side. Workspace layouts are those of
-// docs/NUMERICS.md.
+// docs/NUMERICS.md: rows and per-channel sections hold SJ_HEAD_DIM channels (the kernel head dim),
+// of which the call's `head_dim` are real and the rest zero padding.
 #pragma once
 
 #define SJ_QUANT_BLOCK 32
@@ -18,6 +19,7 @@ struct SjPrepareParams {
   long long k_stride_b, k_stride_h, k_stride_n;
   long long v_stride_b, v_stride_h, v_stride_n;
   int batch, heads_q, heads_kv, seq_q, seq_kv, seq_q_pad, seq_kv_pad;
+  int head_dim;         // channels of q, k, v (a multiple of 8, <= SJ_HEAD_DIM); workspace channels past it are written 0
   float q_mul;          // float(sm_scale * log2(e))
   int smooth_k;         // 0 | 1
   int want_lse_delta;   // 0 | 1: write lse_delta (only meaningful with smooth_k)
@@ -46,6 +48,7 @@ struct SjAttentionParams {
   long long o_stride_b, o_stride_h, o_stride_n;
   float* lse;              // fp32 [B, Hq, Nq] contiguous, or null
   int batch, heads_q, heads_kv, seq_q, seq_kv, seq_q_pad, seq_kv_pad;
+  int head_dim;            // columns of out written (a multiple of 8, <= SJ_HEAD_DIM); the rest is padding
   int gqa_ratio;           // heads_q / heads_kv
   int causal;              // 0 | 1
 };

@@ -32,7 +32,7 @@ def _tensor(index, dims, dtype=0):
 
 def _valid_call():
     batch, heads_kv, group = random.randint(1, 3), random.randint(1, 4), random.randint(1, 3)
-    seq_q, seq_kv, head_dim = random.randint(1, 300), random.randint(1, 300), random.choice([64, 128])
+    seq_q, seq_kv, head_dim = random.randint(1, 300), random.randint(1, 300), 8 * random.randint(1, 16)
     dtype = random.choice([0, 1])
     q = _tensor(1, (batch, heads_kv * group, seq_q, head_dim), dtype)
     k = _tensor(2, (batch, heads_kv, seq_kv, head_dim), dtype)
@@ -75,10 +75,11 @@ def _dtype_mismatch(c):
     c[2].dtype = 1 - c[0].dtype
 
 
-@_case(2, "[64, 128]")
+@_case(2, "multiples of 8 from 8 to 128")
 def _head_dim(c):
     for t in c[:4]:
-        t.shape[3] = 80
+        t.shape[3] = 100
+        _restride(t)
 
 
 @_case(1, "k.strides[3]")

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
-#include "jit/kernel_desc.hpp"
+#include "plan/attention_plan.hpp"
 
 namespace sagejit::tools {
 
@@ -60,7 +60,7 @@ AttentionCall AttentionShape::call() const {
 }
 
 ProblemKey AttentionShape::problem_key(const std::string& arch) const {
-  return {.kernel = "attention", .arch = arch, .dtype = dtype, .head_dim = head_dim, .causal = causal,
+  return {.kernel = "attention", .arch = arch, .dtype = dtype, .head_dim = kernel_head_dim_for(head_dim), .causal = causal,
           .gqa_ratio = gqa_ratio, .seq_q = seq_q, .seq_kv = seq_kv};
 }
 
@@ -82,9 +82,12 @@ AttentionShape parse_shape(std::string_view text, std::string_view what) {
   shape.seq_q = parse_positive(fields[2], "Nq", text, what);
   shape.seq_kv = parse_positive(fields[3], "Nk", text, what);
   shape.head_dim = parse_positive(fields[4], "D", text, what);
-  if (!is_kernel_head_dim(shape.head_dim))
+  try {
+    check_head_dim(shape.head_dim);  // the attention plan's rule
+  } catch (const Error&) {
     fail(ErrorCode::invalid_argument, "{} \"{}\": D {} is not supported (accepted: {})", what, text, shape.head_dim,
-         kernel_head_dims_text());
+         accepted_head_dims_text());
+  }
   bool dtype_seen = false, causal_seen = false, gqa_seen = false;
   for (std::size_t i = 5; i < fields.size(); ++i) {
     const std::string_view field = fields[i];

@@ -10,7 +10,7 @@ namespace sagejit {
 
 enum class ErrorCode : int {
   invalid_argument = 1,   // a caller's argument is malformed (null pointer, shape mismatch, ...)
-  unsupported = 2,        // well-formed but not supported (head_dim 96, fp32, arch without kernels)
+  unsupported = 2,        // well-formed but not supported (head_dim 100, fp32, arch without kernels)
   runtime_not_found = 3,  // no GPU runtime / compiler library could be loaded
   device_error = 4,       // a GPU runtime call failed
   compile_error = 5,      // a kernel failed to compile (message carries the log)

@@ -65,7 +65,8 @@ SAGEJIT_API std::size_t workspace_size(const TensorView& q, const TensorView& k,
                                        const AttentionOptions& options = {});
 
 // out = softmax(q k^T * sm_scale) v, enqueued on `stream` (cudaStream_t / hipStream_t; nullptr: the
-// default stream). The workspace is the runtime's own, one per (device, stream), grown on demand and
+// default stream). bf16/fp16; head_dim D a multiple of 8 up to 128: 64 and 128 run natively, any other
+// D zero-padded to the next of them (costing what that one costs; sm_scale stays 1/sqrt(D)). The workspace is the runtime's own, one per (device, stream), grown on demand and
 // reused: the steady state allocates nothing. Safe to call from many threads on different streams.
 // Graph capture: after a warm-up call of the same or a larger size on `stream`, a captured call is
 // launch-only; a call that would have to grow the workspace during a capture throws

@@ -71,6 +71,7 @@ numerics::PreparedTensors prepared_from_workspace(std::span<const std::byte> wor
   prepared.seq_q_pad = layout.seq_q_pad;
   prepared.seq_kv_pad = layout.seq_kv_pad;
   prepared.head_dim = call.head_dim;
+  prepared.head_dim_pad = plan.spec.head_dim;
   prepared.dtype = call.dtype;
   prepared.smooth_k = plan.smooth_k;
   prepared.pv_fp16 = plan.spec.v.pv_fp16;
@@ -78,7 +79,7 @@ numerics::PreparedTensors prepared_from_workspace(std::span<const std::byte> wor
   prepared.q_mul = numerics::q_multiplier(call.sm_scale);
   const auto bq = static_cast<std::size_t>(call.batch * call.heads_q);
   const auto bk = static_cast<std::size_t>(call.batch * call.heads_kv);
-  const auto d = static_cast<std::size_t>(call.head_dim);
+  const auto d = static_cast<std::size_t>(plan.spec.head_dim);  // workspace rows: padded channels included
   const auto nq = static_cast<std::size_t>(layout.seq_q_pad), nk = static_cast<std::size_t>(layout.seq_kv_pad);
   prepared.q8 = section<std::int8_t>(workspace, layout.q8, bq * nq * d);
   prepared.q_scale = section<float>(workspace, layout.q_scale, bq * (nq / SJ_QUANT_BLOCK));

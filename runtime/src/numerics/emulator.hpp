@@ -20,6 +20,11 @@ struct EmulatorOptions {
   float sm_scale = std::numeric_limits<float>::quiet_NaN();  // NaN: default_sm_scale(head_dim)
   int block_n = 64;       // key tile of the attention kernel (32 or 64): rounding of p depends on it
   bool pv_fp16 = false;   // fp16 PV (NVIDIA config family) instead of fp8 PV
+  // Channels of the workspace rows: the kernel head dim a plan runs the call at (its zero-padded
+  // head dim, plan/attention_plan.hpp kernel_head_dim_for; emulator_options_for sets it). 0: the
+  // inputs' head dim (no padding). Channels past the head dim are 0 in every workspace (v_scale 0
+  // for fp8 PV, 1 for fp16 PV, as for an all-zero channel) and out holds only the head dim's columns.
+  std::int64_t head_dim_pad = 0;
 };
 
 // Default softmax scale: float(1 / sqrt(double(head_dim))), as Python's head_dim**-0.5 passed as fp32.
@@ -32,13 +37,15 @@ std::int64_t padded_length(std::int64_t tokens);
 // The prepare stage's workspaces (docs/NUMERICS.md layouts; padded rows/keys/blocks are 0).
 struct PreparedTensors {
   std::int64_t batch = 0, heads_q = 0, heads_kv = 0, seq_q = 0, seq_kv = 0, seq_q_pad = 0, seq_kv_pad = 0,
-               head_dim = 0;
+               head_dim = 0,      // channels of q, k, v and out
+               head_dim_pad = 0;  // channels of the workspace rows (D below): head_dim, then zeros
   DType dtype = DType::bf16;  // of the inputs, and of the output
   bool smooth_k = true;
   bool pv_fp16 = false;
   float sm_scale = 0.0f;  // resolved (never NaN)
   float q_mul = 0.0f;
 
+  // D = head_dim_pad in the layouts below.
   std::vector<std::int8_t> q8;       // [B, Hq, Nq_pad, D]
   std::vector<float> q_scale;        // [B, Hq, Nq_pad / 32]
   std::vector<std::int8_t> k8;       // [B, Hk, Nk_pad, D]

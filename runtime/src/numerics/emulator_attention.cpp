@@ -1,5 +1,6 @@
 // Stage 2 of the emulator: the attention loop of docs/NUMERICS.md per query row, with the tile-loop
-// math of kernel_src/common/online_softmax.h (the functions every attention kernel uses).
+// math of kernel_src/common/online_softmax.h (the functions every attention kernel uses). Like the
+// kernels it runs at the workspace's channel count (head_dim_pad) and writes out's head_dim columns.
 #include <algorithm>
 #include <cmath>
 
@@ -53,7 +54,7 @@ struct RowContext {
 template <int kDim>
 void attend_rows(const RowContext& c, std::int64_t b, std::int64_t hq, std::int64_t first, std::int64_t rows) {
   const PreparedTensors& p = c.p;
-  const std::int64_t D = p.head_dim;
+  const std::int64_t D = p.head_dim_pad;
   const std::int64_t hk = hq / p.gqa_ratio();
   const int dtype = p.dtype == DType::bf16 ? 0 : 1;
   const std::int64_t q_head = b * p.heads_q + hq, kv_head = b * p.heads_kv + hk;
@@ -107,7 +108,7 @@ void attend_rows(const RowContext& c, std::int64_t b, std::int64_t hq, std::int6
       }
       m = m_new;
     }
-    for (std::int64_t d = 0; d < D; ++d)
+    for (std::int64_t d = 0; d < p.head_dim; ++d)  // padded channels are not written
       c.out.data[c.out.offset(b, hq, i, d)] = sj_to_dtype(sj_output(o[idx(d)], l, v_scale[d]), dtype);
     if (c.lse) {
       const float delta = p.lse_delta.empty() ? 0.0f : p.lse_delta[idx(q_head * p.seq_q + i)];
@@ -119,7 +120,7 @@ void attend_rows(const RowContext& c, std::int64_t b, std::int64_t hq, std::int6
 // Keys-major float copy of the V codes (exact: every E4M3 / fp16 code is an fp32 value), so the PV
 // loop reads contiguous channels.
 std::vector<float> decode_v(const PreparedTensors& p) {
-  const std::int64_t D = p.head_dim;
+  const std::int64_t D = p.head_dim_pad;
   std::vector<float> values(idx(p.batch * p.heads_kv * p.seq_kv_pad * D));
   parallel_for(p.batch * p.heads_kv, [&](std::int64_t head) {
     for (std::int64_t d = 0; d < D; ++d)
@@ -142,9 +143,10 @@ void check_consistent(const PreparedTensors& p, const EmulatorOptions& options) 
          options.smooth_k, p.smooth_k);
   if (options.return_lse && p.smooth_k && p.lse_delta.size() != idx(p.batch * p.heads_q * p.seq_q))
     fail(ErrorCode::invalid_argument, "emulator: return_lse with smoothing needs lse_delta: prepare with return_lse = true");
-  const std::int64_t D = p.head_dim;
+  const std::int64_t D = p.head_dim_pad;
   const bool sizes_ok =
-      p.batch >= 1 && p.heads_kv >= 1 && p.heads_q % p.heads_kv == 0 && p.seq_q >= 1 && p.seq_kv >= 1 && D >= 1 &&
+      p.batch >= 1 && p.heads_kv >= 1 && p.heads_q % p.heads_kv == 0 && p.seq_q >= 1 && p.seq_kv >= 1 &&
+      p.head_dim >= 1 && D >= p.head_dim &&
       p.seq_q_pad == padded_length(p.seq_q) && p.seq_kv_pad == padded_length(p.seq_kv) &&
       p.q8.size() == idx(p.batch * p.heads_q * p.seq_q_pad * D) &&
       p.q_scale.size() == idx(p.batch * p.heads_q * p.seq_q_pad / SJ_QUANT_BLOCK) &&
@@ -182,7 +184,7 @@ void attention_into(const PreparedTensors& prepared, const EmulatorOptions& opti
     const std::int64_t b = head / prepared.heads_q, hq = head % prepared.heads_q;
     const std::int64_t first = block * kRowsPerItem;
     const std::int64_t rows = std::min(kRowsPerItem, prepared.seq_q - first);
-    switch (prepared.head_dim) {
+    switch (prepared.head_dim_pad) {
       case 64: attend_rows<64>(context, b, hq, first, rows); break;
       case 128: attend_rows<128>(context, b, hq, first, rows); break;
       default: attend_rows<0>(context, b, hq, first, rows); break;

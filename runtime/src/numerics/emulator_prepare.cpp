@@ -27,27 +27,32 @@ void check_options(const EmulatorOptions& options) {
   if (std::isinf(options.sm_scale) || options.sm_scale == 0.0f)
     fail(ErrorCode::invalid_argument, "emulator: sm_scale {} must be finite and non-zero (NaN selects 1/sqrt(D))",
          options.sm_scale);
+  if (options.head_dim_pad < 0)
+    fail(ErrorCode::invalid_argument, "emulator: head_dim_pad {} must be >= 0 (0: no padding)", options.head_dim_pad);
 }
 
-// int8 blocks of 32 rows of x = transform(row, d) (docs/NUMERICS.md steps 3-5) for one head.
+// int8 blocks of 32 rows of x = transform(row, d) (docs/NUMERICS.md steps 3-5) for one head: rows of
+// head_dim_pad channels, where channels past head_dim are x = 0 (outside the amax, as the prepare
+// kernel does) and quantize to 0.
 template <typename Transform>
-void quantize_rows(std::int64_t rows, std::int64_t rows_pad, std::int64_t head_dim, Transform transform,
-                   std::int8_t* out8, float* out_scale) {
-  std::vector<float> x(static_cast<std::size_t>(SJ_QUANT_BLOCK * head_dim));
+void quantize_rows(std::int64_t rows, std::int64_t rows_pad, std::int64_t head_dim, std::int64_t head_dim_pad,
+                   Transform transform, std::int8_t* out8, float* out_scale) {
+  const std::int64_t D = head_dim_pad;
+  std::vector<float> x(static_cast<std::size_t>(SJ_QUANT_BLOCK * D), 0.0f);
   for (std::int64_t first = 0; first < rows_pad; first += SJ_QUANT_BLOCK) {
     const std::int64_t valid = std::clamp<std::int64_t>(rows - first, 0, SJ_QUANT_BLOCK);
     float amax = 0.0f;
     for (std::int64_t r = 0; r < valid; ++r)
       for (std::int64_t d = 0; d < head_dim; ++d) {
         const float value = transform(first + r, d);
-        x[static_cast<std::size_t>(r * head_dim + d)] = value;
+        x[static_cast<std::size_t>(r * D + d)] = value;
         amax = sj_amax_update(amax, value);
       }
     const float scale = sj_int8_scale(amax);
     out_scale[first / SJ_QUANT_BLOCK] = scale;
     for (std::int64_t r = 0; r < SJ_QUANT_BLOCK; ++r)
-      for (std::int64_t d = 0; d < head_dim; ++d)
-        out8[(first + r) * head_dim + d] = r < valid ? sj_quantize_int8(x[static_cast<std::size_t>(r * head_dim + d)], scale) : 0;
+      for (std::int64_t d = 0; d < D; ++d)
+        out8[(first + r) * D + d] = r < valid ? sj_quantize_int8(x[static_cast<std::size_t>(r * D + d)], scale) : 0;
   }
 }
 
@@ -82,13 +87,17 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
   p.seq_q_pad = padded_length(p.seq_q);
   p.seq_kv_pad = padded_length(p.seq_kv);
   p.head_dim = qv.dims.head_dim;
+  p.head_dim_pad = options.head_dim_pad == 0 ? p.head_dim : options.head_dim_pad;
+  if (p.head_dim_pad < p.head_dim)
+    fail(ErrorCode::invalid_argument, "emulator: head_dim_pad {} is below the inputs' head_dim {}", p.head_dim_pad,
+         p.head_dim);
   p.dtype = qv.dtype;
   p.smooth_k = options.smooth_k;
   p.pv_fp16 = options.pv_fp16;
   p.sm_scale = std::isnan(options.sm_scale) ? default_sm_scale(p.head_dim) : options.sm_scale;
   p.q_mul = q_multiplier(p.sm_scale);
 
-  const std::int64_t D = p.head_dim;
+  const std::int64_t D = p.head_dim_pad, channels = p.head_dim;  // workspace row, input row
   const auto size = [](std::int64_t n) { return static_cast<std::size_t>(n); };
   p.q8.assign(size(p.batch * p.heads_q * p.seq_q_pad * D), 0);
   p.q_scale.assign(size(p.batch * p.heads_q * p.seq_q_pad / SJ_QUANT_BLOCK), 0.0f);
@@ -109,8 +118,8 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
     float* mean = &p.k_mean[size(item * D)];
     if (p.smooth_k) {
       for (std::int64_t d = 0; d < D; ++d) {
-        double sum = 0.0;
-        for (std::int64_t chunk = 0; chunk < p.seq_kv; chunk += SJ_K_MEAN_CHUNK) {
+        double sum = 0.0;  // a padded channel reads no token: sum 0, mean 0
+        for (std::int64_t chunk = 0; d < channels && chunk < p.seq_kv; chunk += SJ_K_MEAN_CHUNK) {
           double partial = 0.0;
           const std::int64_t end = std::min<std::int64_t>(chunk + SJ_K_MEAN_CHUNK, p.seq_kv);
           for (std::int64_t n = chunk; n < end; ++n) partial = sj_add_rn_f64(partial, kv.get(b, h, n, d));
@@ -120,19 +129,20 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
       }
     }
     quantize_rows(
-        p.seq_kv, p.seq_kv_pad, D, [&](std::int64_t n, std::int64_t d) { return sj_k_smooth(kv.get(b, h, n, d), mean[d]); },
+        p.seq_kv, p.seq_kv_pad, channels, D, [&](std::int64_t n, std::int64_t d) { return sj_k_smooth(kv.get(b, h, n, d), mean[d]); },
         &p.k8[size(item * p.seq_kv_pad * D)], &p.k_scale[size(item * p.seq_kv_pad / SJ_QUANT_BLOCK)]);
     for (std::int64_t d = 0; d < D; ++d) {
       const std::size_t base = size((item * D + d) * p.seq_kv_pad);
+      const std::int64_t tokens = d < channels ? p.seq_kv : 0;  // a padded channel: amax 0, scale 0, codes 0
       if (p.pv_fp16) {
-        for (std::int64_t n = 0; n < p.seq_kv; ++n) p.v16[base + size(n)] = sj_v_to_fp16(vv.get(b, h, n, d));
+        for (std::int64_t n = 0; n < tokens; ++n) p.v16[base + size(n)] = sj_v_to_fp16(vv.get(b, h, n, d));
         continue;
       }
       float amax = 0.0f;
-      for (std::int64_t n = 0; n < p.seq_kv; ++n) amax = sj_amax_update(amax, vv.get(b, h, n, d));
+      for (std::int64_t n = 0; n < tokens; ++n) amax = sj_amax_update(amax, vv.get(b, h, n, d));
       const float scale = sj_v_scale(amax);
       p.v_scale[size(item * D + d)] = scale;
-      for (std::int64_t n = 0; n < p.seq_kv; ++n) p.v8[base + size(n)] = sj_quantize_e4m3(vv.get(b, h, n, d), scale);
+      for (std::int64_t n = 0; n < tokens; ++n) p.v8[base + size(n)] = sj_quantize_e4m3(vv.get(b, h, n, d), scale);
     }
   });
 
@@ -141,13 +151,13 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
   parallel_for(p.batch * p.heads_q, [&](std::int64_t item) {
     const std::int64_t b = item / p.heads_q, h = item % p.heads_q;
     quantize_rows(
-        p.seq_q, p.seq_q_pad, D, [&](std::int64_t n, std::int64_t d) { return sj_q_prescale(qv.get(b, h, n, d), p.q_mul); },
+        p.seq_q, p.seq_q_pad, channels, D, [&](std::int64_t n, std::int64_t d) { return sj_q_prescale(qv.get(b, h, n, d), p.q_mul); },
         &p.q8[size(item * p.seq_q_pad * D)], &p.q_scale[size(item * p.seq_q_pad / SJ_QUANT_BLOCK)]);
     if (!want_delta) return;
     const float* mean = &p.k_mean[size((b * p.heads_kv + h / ratio) * D)];
     for (std::int64_t n = 0; n < p.seq_q; ++n) {
       float delta = 0.0f;
-      for (std::int64_t d = 0; d < D; ++d) delta += sj_q_prescale(qv.get(b, h, n, d), p.q_mul) * mean[d];
+      for (std::int64_t d = 0; d < channels; ++d) delta += sj_q_prescale(qv.get(b, h, n, d), p.q_mul) * mean[d];
       p.lse_delta[size(item * p.seq_q + n)] = delta;
     }
   });

@@ -1,7 +1,10 @@
 #include "plan/attention_plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -32,9 +35,23 @@ TileConfig checked_config(const KernelDesc& desc, const TileConfig& config, cons
 
 }  // namespace
 
+std::string accepted_head_dims_text() {
+  return fmt::format("multiples of {} from {} to {} ({} natively, the others zero-padded to the next of them)",
+                     head_dim_granule, head_dim_granule, std::ranges::max(kernel_head_dims),
+                     kernel_head_dims_text());
+}
+
 void check_head_dim(std::int64_t head_dim) {
-  if (head_dim > std::numeric_limits<int>::max() || !is_kernel_head_dim(static_cast<int>(head_dim)))
-    fail(ErrorCode::unsupported, "head_dim {} is not one of {}", head_dim, kernel_head_dims_text());
+  if (head_dim < head_dim_granule || head_dim > std::ranges::max(kernel_head_dims) || head_dim % head_dim_granule != 0)
+    fail(ErrorCode::unsupported, "head_dim {} is not supported; accepted: {}", head_dim, accepted_head_dims_text());
+}
+
+int kernel_head_dim_for(std::int64_t head_dim) {
+  check_head_dim(head_dim);
+  int padded = std::numeric_limits<int>::max();
+  for (int kernel_dim : kernel_head_dims)
+    if (kernel_dim >= head_dim) padded = std::min(padded, kernel_dim);
+  return padded;
 }
 
 void check_attention_call(const AttentionCall& call) {
@@ -63,7 +80,7 @@ ProblemKey problem_key_of(const AttentionCall& call, std::string_view family, co
   key.kernel = std::string(family);
   key.arch = target.arch;
   key.dtype = call.dtype;
-  key.head_dim = static_cast<int>(call.head_dim);
+  key.head_dim = kernel_head_dim_for(call.head_dim);  // the tables describe the kernels, which run padded
   key.causal = call.causal;
   key.gqa_ratio = static_cast<int>(call.heads_q / call.heads_kv);
   key.seq_q = static_cast<int>(call.seq_q);
@@ -76,7 +93,8 @@ AttentionPlan plan_attention(const AttentionCall& call, const Target& target) {
   AttentionPlan plan;
   plan.smooth_k = call.smooth_k;
   plan.spec.dtype = static_cast<int>(call.dtype);
-  plan.spec.head_dim = static_cast<int>(call.head_dim);
+  plan.head_dim = static_cast<int>(call.head_dim);
+  plan.spec.head_dim = kernel_head_dim_for(call.head_dim);
   plan.spec.causal = call.causal;
   plan.spec.write_lse = call.writes_lse();
 

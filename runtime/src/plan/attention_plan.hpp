@@ -5,6 +5,7 @@
 // compiled for (including the V format the attention kernel's descriptor declares), their launch
 // shape and the workspace layout. The API, the runner, the tools, the benchmarks and the GPU tests
 // all ask plan_attention; nothing else re-derives any of it.
+#include <string>
 #include <string_view>
 
 #include "core/target.hpp"
@@ -20,7 +21,8 @@ struct AttentionPlan {
   const KernelDesc* attention = nullptr;
   TileConfig prepare_config;    // complete (every parameter present)
   TileConfig attention_config;  // complete
-  Specialization spec;          // what both kernels are compiled for
+  Specialization spec;          // what both kernels are compiled for (spec.head_dim: kernel_head_dim_for the call's)
+  int head_dim = 128;           // the call's: channels prepare reads, columns of out the attention kernel writes
   ProblemShape shape;           // for launch geometry
   WorkspaceLayout workspace;    // what prepare writes and attention reads
   bool smooth_k = true;         // K mean subtracted (a runtime switch of prepare, not compiled in)
@@ -29,8 +31,22 @@ struct AttentionPlan {
   bool gather_stats() const { return smooth_k || !spec.v.pv_fp16; }
 };
 
-// Error(unsupported) unless the kernels are compiled for `head_dim` (jit/kernel_desc.hpp).
+// Head dims of a call: the multiples of 8 from 8 to the largest kernel head dim (128). Prepare moves
+// channels in groups of 8 (16 bytes) and the attention epilogues write groups of 8 columns (gfx12)
+// or pairs, so a call's channels end on a group boundary.
+inline constexpr int head_dim_granule = 8;
+// Error(unsupported) naming head_dim and the accepted values unless a call may have `head_dim`.
 void check_head_dim(std::int64_t head_dim);
+// "multiples of 8 from 8 to 128 (64 and 128 natively, the others zero-padded to the next of them)".
+std::string accepted_head_dims_text();
+// The kernel head dim (jit/kernel_desc.hpp kernel_head_dims) a call of `head_dim` runs at: the
+// smallest one >= head_dim, as SageAttention pads. The workspaces then hold that many channels per
+// row, the ones past head_dim zero (prepare reads only the call's channels and writes zeros after
+// them: a zero channel adds nothing to q.k, to the K mean of the others or to any scale); the
+// attention kernels compute at the padded dim and write only the call's head_dim columns of out.
+// The softmax scale stays the call's (default 1/sqrt(head_dim), the true head dim). Throws like
+// check_head_dim.
+int kernel_head_dim_for(std::int64_t head_dim);
 
 // Checks the sizes, dtype, head dim, GQA ratio, sm_scale and the kernels' index limits of a call (no
 // pointers): Error(invalid_argument | unsupported) naming the field and the accepted values.

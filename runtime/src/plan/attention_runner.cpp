@@ -23,6 +23,7 @@ void set_sizes(Params& params, const AttentionPlan& plan) {
   params.seq_kv = plan.shape.seq_kv;
   params.seq_q_pad = static_cast<int>(plan.workspace.seq_q_pad);
   params.seq_kv_pad = static_cast<int>(plan.workspace.seq_kv_pad);
+  params.head_dim = plan.head_dim;
 }
 
 // The (batch, head, token) strides of a tensor into a parameter struct's three fields.
@@ -49,6 +50,9 @@ void run_attention(Device& device, int ordinal, const AttentionPlan& plan, const
   if (plan.spec.write_lse != (call.lse != nullptr))
     fail(ErrorCode::invalid_argument, "run_attention: the plan {} an LSE but call.lse is {}",
          plan.spec.write_lse ? "writes" : "does not write", call.lse != nullptr ? "set" : "null");
+  if (call.head_dim != plan.head_dim)  // the kernels would read and write the plan's channels
+    fail(ErrorCode::invalid_argument, "run_attention: call.head_dim {} differs from the plan's head_dim {}",
+         call.head_dim, plan.head_dim);
   const WorkspaceLayout& layout = plan.workspace;
   const ProblemShape& shape = plan.shape;  // (gqa ratio below)
   const LoadedKernel& prepare = load_kernel(device, ordinal, *plan.prepare, plan.prepare_config, plan.spec);

@@ -10,6 +10,7 @@ numerics::EmulatorOptions emulator_options_for(const AttentionPlan& plan, const 
   options.sm_scale = call.sm_scale;
   options.block_n = plan.attention_config.at("block_n");
   options.pv_fp16 = plan.spec.v.pv_fp16;
+  options.head_dim_pad = plan.spec.head_dim;  // the kernel head dim: zero-padded channels
   return options;
 }
 

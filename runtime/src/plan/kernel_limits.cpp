@@ -1,6 +1,7 @@
 #include "plan/kernel_limits.hpp"
 
 #include "plan/attention_call.hpp"
+#include "plan/attention_plan.hpp"
 #include "common/params.h"
 #include "core/error.hpp"
 
@@ -20,14 +21,15 @@ void check_kernel_limits(const AttentionCall& problem) {
   if (problem.seq_kv > max_seq)
     fail(ErrorCode::unsupported, "k/v sequence length {} exceeds the kernels' limit of {} (32-bit token indices)",
          problem.seq_kv, max_seq);
-  // The gfx12 attention kernel addresses one KV head's quantized K / V^T (Nk_pad x D bytes) with
-  // 32-bit offsets added to a scalar base.
+  // The gfx12 attention kernel addresses one KV head's quantized K / V^T (Nk_pad x D bytes, D the
+  // kernel head dim: padded channels included) with 32-bit offsets added to a scalar base.
   const std::int64_t kv_pad = (problem.seq_kv + SJ_SEQ_PAD - 1) / SJ_SEQ_PAD * SJ_SEQ_PAD;
-  if (kv_pad * problem.head_dim >= (std::int64_t{1} << 32))
+  const std::int64_t channels = kernel_head_dim_for(problem.head_dim);
+  if (kv_pad * channels >= (std::int64_t{1} << 32))
     fail(ErrorCode::unsupported,
-         "k/v sequence length {} x head_dim {} exceeds the kernels' limit of 2^32 bytes per quantized k/v head "
-         "(32-bit offsets)",
-         problem.seq_kv, problem.head_dim);
+         "k/v sequence length {} x head_dim {} (run at {}) exceeds the kernels' limit of 2^32 bytes per quantized k/v "
+         "head (32-bit offsets)",
+         problem.seq_kv, problem.head_dim, channels);
   // The quantize kernel numbers every 32-row block of Q, K and V of one batch with one int.
   const std::int64_t pad = SJ_SEQ_PAD, block = SJ_QUANT_BLOCK;
   const std::int64_t q_blocks = (problem.seq_q + pad - 1) / pad * pad / block;

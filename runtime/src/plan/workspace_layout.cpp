@@ -40,7 +40,9 @@ WorkspaceLayout workspace_layout(const AttentionCall& call, const VInput& v) {
   layout.seq_q_pad = round_up(call.seq_q, SJ_SEQ_PAD);
   layout.seq_kv_pad = round_up(call.seq_kv, SJ_SEQ_PAD);
   layout.chunks = (call.seq_kv + k_mean_chunk - 1) / k_mean_chunk;
-  const std::int64_t bq = call.batch * call.heads_q, bk = call.batch * call.heads_kv, d = call.head_dim;
+  // Channels per row: the kernel head dim, the call's channels followed by zero padding.
+  const std::int64_t bq = call.batch * call.heads_q, bk = call.batch * call.heads_kv,
+                     d = kernel_head_dim_for(call.head_dim);
 
   SectionCursor cursor;
   layout.q8 = cursor.add(bq * layout.seq_q_pad * d, 1);

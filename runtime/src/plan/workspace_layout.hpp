@@ -1,6 +1,7 @@
 #pragma once
 // Byte layout of the device workspace shared by the prepare and attention kernels (docs/NUMERICS.md):
-// every section starts on a 256-byte boundary. The public API's workspace_size() and the attention
+// every section starts on a 256-byte boundary; per-channel sections and rows hold the kernel head
+// dim's channels (kernel_head_dim_for the call's head dim: padded channels included). The public API's workspace_size() and the attention
 // runner both derive it from here, so the two can never disagree.
 #include <cstddef>
 #include <cstdint>

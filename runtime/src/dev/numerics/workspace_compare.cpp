@@ -78,12 +78,13 @@ std::vector<T> natural_key_order(const std::vector<T>& stored, std::int64_t seq_
 
 std::optional<WorkspaceMismatch> compare_prepared(const PreparedTensors& e, const PreparedTensors& a,
                                                   const KeySlotMap& v_key_slot) {
-  const Shape q8{{"b", "h", "n", "d"}, {e.batch, e.heads_q, e.seq_q_pad, e.head_dim}};
+  const std::int64_t d = e.head_dim_pad;  // channels of the workspace rows (padded ones included)
+  const Shape q8{{"b", "h", "n", "d"}, {e.batch, e.heads_q, e.seq_q_pad, d}};
   const Shape q_scale{{"b", "h", "block"}, {e.batch, e.heads_q, e.seq_q_pad / SJ_QUANT_BLOCK}};
-  const Shape k8{{"b", "h", "n", "d"}, {e.batch, e.heads_kv, e.seq_kv_pad, e.head_dim}};
+  const Shape k8{{"b", "h", "n", "d"}, {e.batch, e.heads_kv, e.seq_kv_pad, d}};
   const Shape k_scale{{"b", "h", "block"}, {e.batch, e.heads_kv, e.seq_kv_pad / SJ_QUANT_BLOCK}};
-  const Shape per_channel{{"b", "h", "d"}, {e.batch, e.heads_kv, e.head_dim}};
-  const Shape v{{"b", "h", "d", "n"}, {e.batch, e.heads_kv, e.head_dim, e.seq_kv_pad}};
+  const Shape per_channel{{"b", "h", "d"}, {e.batch, e.heads_kv, d}};
+  const Shape v{{"b", "h", "d", "n"}, {e.batch, e.heads_kv, d, e.seq_kv_pad}};
   if (auto m = first_mismatch("q8", q8, e.q8, a.q8)) return m;
   if (auto m = first_mismatch("q_scale", q_scale, e.q_scale, a.q_scale)) return m;
   if (auto m = first_mismatch("k_mean", per_channel, e.k_mean, a.k_mean)) return m;
