@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -398,4 +399,40 @@ TEST_CASE("gfx12 layout check detects a wrong layout") {
     CHECK(flow_error(*wrong, 64, 32, false) > 1.0);
     CHECK(flow_error(*wrong, 128, 64, true) > 1.0);
   }
+}
+
+TEST_CASE("gfx12 P clamp: the host twin models v_minimum_f32, which keeps a NaN p NaN (v_med3 would not)") {
+  // The instruction models (RDNA4 ISA): v_med3_num_f32 with a NaN operand is min3 of the non-NaN
+  // operands, so the old clamp med3(p, 448, -448) turned a NaN score into the finite weight -448.
+  const float nan = std::nanf("");
+  CHECK(sj_g12_med3_host(nan, 448.0f, -448.0f) == -448.0f);
+  CHECK(sj_g12_med3_host(500.0f, 448.0f, -448.0f) == 448.0f);
+  CHECK(sj_g12_med3_host(3.0f, 448.0f, -448.0f) == 3.0f);
+  CHECK(std::isnan(sj_g12_minimum_host(nan, 448.0f)));
+  CHECK(std::isnan(sj_g12_minimum_host(448.0f, nan)));
+  CHECK(sj_g12_minimum_host(500.0f, 448.0f) == 448.0f);
+
+  // For every p the kernel can produce (exp2 >= 0, +inf, NaN) the clamp agrees with the saturating
+  // clamp of the contract, except that NaN stays NaN.
+  auto& rng = logged_rng();
+  std::uniform_real_distribution<float> exponent(-160.0f, 10.0f);
+  for (int i = 0; i < 10000; ++i) {
+    const float p = std::exp2(exponent(rng));
+    const float expected = p > 448.0f ? 448.0f : p;
+    REQUIRE(sj_g12_clamp_p_host(p) == expected);
+  }
+  CHECK(sj_g12_clamp_p_host(std::numeric_limits<float>::infinity()) == 448.0f);
+  CHECK(std::isnan(sj_g12_clamp_p_host(nan)));
+
+  // Packed: a NaN p becomes the E4M3 NaN code in its byte; its neighbours are untouched.
+  const float p[8] = {1.0f, nan, 448.0f, 0.0f, 2.0f, 3.0f, nan, 0.5f};
+  sj_u32 words[2];
+  sj_g12_pack_p_host(p, words);
+  const auto byte = [&](int b) { return static_cast<std::uint8_t>(words[b / 4] >> (8 * (b % 4))); };
+  CHECK(byte(sj_g12_p_byte(1)) == 0x7f);
+  CHECK(byte(sj_g12_p_byte(6)) == 0x7f);
+  CHECK(std::isnan(sj_e4m3_decode(byte(sj_g12_p_byte(1)))));
+  CHECK(sj_e4m3_decode(byte(sj_g12_p_byte(0))) == 1.0f);
+  CHECK(sj_e4m3_decode(byte(sj_g12_p_byte(2))) == 448.0f);
+  CHECK(sj_e4m3_decode(byte(sj_g12_p_byte(7))) == 0.5f);
 }

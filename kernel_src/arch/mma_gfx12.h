@@ -72,15 +72,42 @@ SJ_HOST_DEVICE int sj_g12_v_frag_key(int kb, int lane, int byte) {
 SJ_HOST_DEVICE int sj_g12_o_channel(int lane, int vgpr) { return 8 * sj_g12_lane_half(lane) + vgpr; }
 SJ_HOST_DEVICE int sj_g12_o_query(int lane) { return sj_g12_lane_col(lane); }
 
+// Host models of the two gfx12 instructions that could clamp p before the convert, as the hardware
+// computes them (RDNA4 ISA reference guide, V_MED3_NUM_F32 / V_MINIMUM_F32; LLVM constant-folds
+// fmed3 the same way: "s0 qnan -> min(s1, s2)"):
+//  - v_med3_num_f32(a, b, c): with any NaN operand it returns min3_num(a, b, c), and the _num min
+//    ignores NaN, so med3(NaN, 448, -448) = -448: a NaN score would become a finite, wrong weight.
+//  - v_minimum_f32(a, b): IEEE 754-2019 minimum, a NaN operand gives NaN (so NaN propagates).
+SJ_HOST_DEVICE float sj_g12_min_num_host(float a, float b) {
+  if (a != a) return b;
+  if (b != b) return a;
+  return a < b ? a : b;
+}
+SJ_HOST_DEVICE float sj_g12_med3_host(float a, float b, float c) {
+  if (a != a || b != b || c != c) return sj_g12_min_num_host(sj_g12_min_num_host(a, b), c);
+  const float lo = a < b ? a : b, hi = a < b ? b : a;
+  return c < lo ? lo : (c > hi ? hi : c);
+}
+SJ_HOST_DEVICE float sj_g12_minimum_host(float a, float b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  return a < b ? a : b;
+}
+
+// The clamp of p before the E4M3 convert (whose overflow gives NaN instead of saturating). p is
+// exp2(...) >= 0 or NaN, so an upper bound is the whole clamp, and v_minimum keeps a NaN p NaN: a
+// non-finite score stays non-finite in the output, as in torch SDPA (docs/NUMERICS.md, non-finite
+// inputs). This host function is the model of the device instruction sj_g12_pack_p uses.
+SJ_HOST_DEVICE float sj_g12_clamp_p_host(float p) { return sj_g12_minimum_host(p, 448.0f); }
+
 // Quantizes the 8 probabilities of one lane's S accumulator (index = accumulator VGPR) into the
-// 8-byte P operand (two 32-bit words, little-endian bytes): e4m3(min(p, 448)), RNE. p is in
-// (0, 448] by construction; the clamp guards the hardware convert, which does not saturate.
+// 8-byte P operand (two 32-bit words, little-endian bytes): e4m3(minimum(p, 448)), RNE; NaN gives
+// the NaN code 0x7F (as v_cvt_pk_fp8_f32 does).
 SJ_HOST_DEVICE void sj_g12_pack_p_host(const float p[8], sj_u32 out[2]) {
   out[0] = out[1] = 0;
   for (int v = 0; v < 8; ++v) {
-    const float clamped = p[v] > 448.0f ? 448.0f : (p[v] < -448.0f ? -448.0f : p[v]);
     const int byte = sj_g12_p_byte(v);
-    out[byte >> 2] |= (sj_u32)sj_e4m3_encode(clamped) << (8 * (byte & 3));
+    out[byte >> 2] |= (sj_u32)sj_e4m3_encode(sj_g12_clamp_p_host(p[v])) << (8 * (byte & 3));
   }
 }
 
@@ -128,11 +155,24 @@ SJ_DEVICE sj_v8f sj_g12_rescale_add(sj_v8f acc, float alpha, sj_v8f tile) {
   return acc;
 }
 
-// Device twin of sj_g12_pack_p_host: v_med3 clamp + v_cvt_pk_fp8_f32 (RNE), bytes in the same place.
+// Device twin of sj_g12_clamp_p_host: one v_minimum_f32. The builtin (clang >= 20) lets the compiler
+// schedule it; older hipRTC compilers get the same instruction through asm.
+SJ_DEVICE float sj_g12_clamp_p(float p) {
+#if __has_builtin(__builtin_elementwise_minimum)
+  return __builtin_elementwise_minimum(p, 448.0f);
+#else
+  float c;
+  asm("v_minimum_f32 %0, %1, %2" : "=v"(c) : "v"(p), "v"(448.0f));
+  return c;
+#endif
+}
+
+// Device twin of sj_g12_pack_p_host: v_minimum_f32 clamp (NaN-propagating, never v_med3: see
+// sj_g12_med3_host) + v_cvt_pk_fp8_f32 (RNE), bytes in the same place.
 SJ_DEVICE sj_v2i sj_g12_pack_p(const float p[8]) {
   float c[8];
 #pragma unroll
-  for (int v = 0; v < 8; ++v) c[v] = __builtin_amdgcn_fmed3f(p[v], 448.0f, -448.0f);
+  for (int v = 0; v < 8; ++v) c[v] = sj_g12_clamp_p(p[v]);
   sj_v2i out;
   int w0 = __builtin_amdgcn_cvt_pk_fp8_f32(c[0], c[1], 0, false);
   out.x = __builtin_amdgcn_cvt_pk_fp8_f32(c[2], c[3], w0, true);
