@@ -123,123 +123,169 @@ namespace {
 struct Block {
   std::size_t first = 0, last = 0;  // instruction indices, inclusive
   ClassCounts counts;
-  std::vector<std::size_t> successors;  // block indices (forward, inside the loop)
-  std::optional<std::size_t> back_to;   // ends with a branch that may return to this earlier block
+  std::vector<std::size_t> successors;
+  bool has_wmma = false;
 };
+
+// Basic blocks of the whole listing with their control-flow successors (fall-through and branch
+// targets in either direction; the compiler places join blocks before their predecessors, so an
+// address going backwards does not by itself mean a loop).
+std::vector<Block> basic_blocks(const std::vector<Instruction>& instructions) {
+  std::map<std::uint64_t, std::size_t> index_of;
+  for (std::size_t i = 0; i < instructions.size(); ++i) index_of[instructions[i].address] = i;
+  std::vector<bool> leader(instructions.size(), false);
+  if (!instructions.empty()) leader[0] = true;
+  for (std::size_t i = 0; i < instructions.size(); ++i) {
+    const Instruction& instruction = instructions[i];
+    const bool ends_block = instruction.is_branch || classify(instruction.mnemonic) == InstrClass::other;
+    if (ends_block && i + 1 < instructions.size()) leader[i + 1] = true;
+    if (instruction.target && index_of.count(*instruction.target)) leader[index_of[*instruction.target]] = true;
+  }
+  std::vector<Block> blocks;
+  std::vector<std::size_t> block_of(instructions.size());
+  for (std::size_t i = 0; i < instructions.size(); ++i) {
+    if (leader[i]) blocks.push_back(Block{i, i, {}, {}, false});
+    blocks.back().last = i;
+    blocks.back().counts.add(instructions[i]);
+    block_of[i] = blocks.size() - 1;
+  }
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    Block& block = blocks[b];
+    block.has_wmma = block.counts.wmma() > 0;
+    const Instruction& tail = instructions[block.last];
+    const bool ends_program = classify(tail.mnemonic) == InstrClass::other && !tail.is_branch;
+    if ((!tail.is_branch || tail.conditional) && !ends_program && b + 1 < blocks.size()) block.successors.push_back(b + 1);
+    if (tail.is_branch && tail.target && index_of.count(*tail.target)) {
+      const std::size_t target = block_of[index_of[*tail.target]];
+      if (std::find(block.successors.begin(), block.successors.end(), target) == block.successors.end())
+        block.successors.push_back(target);
+    }
+  }
+  return blocks;
+}
 
 }  // namespace
 
 KeyLoop find_key_loop(const std::vector<Instruction>& instructions, const CycleModel& cycles) {
   KeyLoop loop;
-  std::uint64_t first_wmma = UINT64_MAX, last_wmma = 0;
   for (const Instruction& instruction : instructions) {
     const InstrClass c = classify(instruction.mnemonic);
     if (c == InstrClass::wmma_iu8 || c == InstrClass::wmma_fp8 || c == InstrClass::wmma_16bit ||
-        c == InstrClass::wmma_iu4) {
+        c == InstrClass::wmma_iu4)
       ++loop.wmma_total;
-      first_wmma = std::min(first_wmma, instruction.address);
-      last_wmma = std::max(last_wmma, instruction.address);
-    }
   }
   if (loop.wmma_total == 0) {
     loop.problem = "no WMMA instruction in the listing";
     return loop;
   }
-  // The innermost backward branch whose range holds every WMMA names the header.
-  std::optional<std::pair<std::uint64_t, std::uint64_t>> innermost;
-  for (const Instruction& instruction : instructions)
-    if (instruction.is_branch && instruction.target && *instruction.target <= instruction.address &&
-        *instruction.target <= first_wmma && instruction.address >= last_wmma &&
-        (!innermost || instruction.address - *instruction.target < innermost->second - innermost->first))
-      innermost = std::make_pair(*instruction.target, instruction.address);
-  if (!innermost) {
-    loop.problem = "no loop (backward branch) holds every WMMA";
+  const std::vector<Block> blocks = basic_blocks(instructions);
+  const std::size_t n = blocks.size();
+
+  // Back edges: depth-first from the entry, an edge to a block on the DFS stack.
+  std::vector<std::pair<std::size_t, std::size_t>> back_edges;  // (from, header)
+  {
+    std::vector<int> state(n, 0);  // 0 new, 1 on stack, 2 done
+    std::vector<std::pair<std::size_t, std::size_t>> stack{{0, 0}};
+    state[0] = 1;
+    while (!stack.empty()) {
+      auto& [b, next] = stack.back();
+      if (next < blocks[b].successors.size()) {
+        const std::size_t s = blocks[b].successors[next++];
+        if (state[s] == 1) back_edges.push_back({b, s});
+        if (state[s] == 0) {
+          state[s] = 1;
+          stack.push_back({s, 0});
+        }
+      } else {
+        state[b] = 2;
+        stack.pop_back();
+      }
+    }
+  }
+  // Natural loop of each header (all its back edges): blocks reaching a latch without the header.
+  std::vector<std::vector<std::size_t>> predecessors(n);
+  for (std::size_t b = 0; b < n; ++b)
+    for (std::size_t s : blocks[b].successors) predecessors[s].push_back(b);
+  std::optional<std::size_t> header;
+  std::vector<bool> in_loop;
+  std::size_t smallest = SIZE_MAX;
+  std::set<std::size_t> headers;
+  for (const auto& edge : back_edges) headers.insert(edge.second);
+  for (std::size_t h : headers) {
+    std::vector<bool> body(n, false);
+    body[h] = true;
+    std::vector<std::size_t> work;
+    for (const auto& [from, to] : back_edges)
+      if (to == h && !body[from]) {
+        body[from] = true;
+        work.push_back(from);
+      }
+    while (!work.empty()) {
+      const std::size_t b = work.back();
+      work.pop_back();
+      for (std::size_t p : predecessors[b])
+        if (!body[p]) {
+          body[p] = true;
+          work.push_back(p);
+        }
+    }
+    bool holds_all = true;
+    std::size_t size = 0;
+    for (std::size_t b = 0; b < n; ++b) {
+      if (blocks[b].has_wmma && !body[b]) holds_all = false;
+      size += body[b] ? 1 : 0;
+    }
+    if (holds_all && size < smallest) {
+      smallest = size;
+      header = h;
+      in_loop = body;
+    }
+  }
+  if (!header) {
+    loop.problem = "no loop holds every WMMA";
     return loop;
   }
-  loop.begin = innermost->first;
-  loop.end = innermost->second;
-  // The compiler may rotate the loop so that some trips return a few instructions past the header:
-  // every backward branch that lands inside the range belongs to the same loop (an outer loop would
-  // land before it).
-  for (bool grew = true; grew;) {
-    grew = false;
-    for (const Instruction& instruction : instructions)
-      if (instruction.is_branch && instruction.target && *instruction.target <= instruction.address &&
-          *instruction.target >= loop.begin && *instruction.target <= loop.end && instruction.address > loop.end) {
-        loop.end = instruction.address;
-        grew = true;
-      }
-  }
+  loop.begin = instructions[blocks[*header].first].address;
+  for (std::size_t b = 0; b < n; ++b)
+    if (in_loop[b]) loop.end = std::max(loop.end, instructions[blocks[b].last].address);
 
-  // Basic blocks of [begin, end].
-  std::vector<std::size_t> body;
-  for (std::size_t i = 0; i < instructions.size(); ++i)
-    if (instructions[i].address >= loop.begin && instructions[i].address <= loop.end) body.push_back(i);
-  std::vector<bool> leader(body.size(), false);
-  std::map<std::uint64_t, std::size_t> position;  // address -> index in body
-  for (std::size_t p = 0; p < body.size(); ++p) position[instructions[body[p]].address] = p;
-  leader[0] = true;
-  for (std::size_t p = 0; p < body.size(); ++p) {
-    const Instruction& instruction = instructions[body[p]];
-    if (!instruction.is_branch) continue;
-    if (p + 1 < body.size()) leader[p + 1] = true;
-    if (instruction.target && position.count(*instruction.target)) leader[position[*instruction.target]] = true;
-  }
-  std::vector<Block> blocks;
-  std::map<std::size_t, std::size_t> block_of;  // body position of a leader -> block index
-  for (std::size_t p = 0; p < body.size(); ++p) {
-    if (leader[p]) {
-      block_of[p] = blocks.size();
-      blocks.push_back(Block{p, p, {}, {}, std::nullopt});
-    }
-    blocks.back().last = p;
-    blocks.back().counts.add(instructions[body[p]]);
-  }
-  std::set<std::size_t> entries;  // blocks that a back edge returns to: where a trip starts
-  for (std::size_t b = 0; b < blocks.size(); ++b) {
-    Block& block = blocks[b];
-    const Instruction& tail = instructions[body[block.last]];
-    const bool falls_through = !tail.is_branch || tail.conditional;
-    if (falls_through && b + 1 < blocks.size()) block.successors.push_back(b + 1);
-    if (!tail.is_branch || !tail.target || !position.count(*tail.target)) continue;  // out of the loop
-    const std::size_t target_block = block_of[position[*tail.target]];
-    if (target_block <= b) {
-      block.back_to = target_block;
-      entries.insert(target_block);
-    } else {
-      block.successors.push_back(target_block);
-    }
-  }
-
-  // Every trip: from an entry block along forward edges to a branch back to that same entry (the
-  // forward graph is acyclic, so this enumerates each cycle of the loop once).
+  // Every trip: from the header along edges inside the loop until an edge back to the header.
   struct Candidate {
     ClassCounts counts;
     std::vector<std::uint64_t> blocks;
   };
   std::vector<Candidate> trips;
-  std::vector<std::size_t> stack_blocks;
-  bool too_many = false;
-  std::size_t entry = 0;
+  std::vector<std::size_t> path;
+  std::vector<bool> on_path(n, false);
+  bool too_many = false, inner_loop = false;
   const std::function<void(std::size_t, ClassCounts)> walk = [&](std::size_t b, ClassCounts counts) {
-    if (too_many) return;
+    if (too_many || inner_loop) return;
     counts += blocks[b].counts;
-    stack_blocks.push_back(b);
-    if (blocks[b].back_to == entry) {
-      if (trips.size() >= max_loop_paths) {
-        too_many = true;
+    path.push_back(b);
+    on_path[b] = true;
+    for (std::size_t next : blocks[b].successors) {
+      if (!in_loop[next]) continue;  // leaves the loop
+      if (next == *header) {
+        if (trips.size() >= max_loop_paths) {
+          too_many = true;
+        } else {
+          Candidate trip{counts, {}};
+          for (std::size_t s : path) trip.blocks.push_back(instructions[blocks[s].first].address);
+          trips.push_back(std::move(trip));
+        }
+      } else if (on_path[next]) {
+        inner_loop = true;
       } else {
-        Candidate trip{counts, {}};
-        for (std::size_t s : stack_blocks) trip.blocks.push_back(instructions[body[blocks[s].first]].address);
-        trips.push_back(std::move(trip));
+        walk(next, counts);
       }
     }
-    for (std::size_t next : blocks[b].successors) walk(next, counts);
-    stack_blocks.pop_back();
+    on_path[b] = false;
+    path.pop_back();
   };
-  for (std::size_t start : entries) {
-    entry = start;
-    walk(start, ClassCounts{});
+  walk(*header, ClassCounts{});
+  if (inner_loop) {
+    loop.problem = "a loop inside the key loop: the key loop is expected to be unrolled";
+    return loop;
   }
   if (too_many) {
     loop.problem = fmt::format("more than {} paths through the loop", max_loop_paths);
@@ -257,8 +303,14 @@ KeyLoop find_key_loop(const std::vector<Instruction>& instructions, const CycleM
   for (const Candidate& trip : trips) {
     if (trip.counts.wmma() != most_wmma || trip.counts[InstrClass::vmem] != most_vmem) continue;
     const double cost = cycles(trip.counts);
-    if (!any || cost < loop.steady.modeled_cycles) loop.steady = LoopPath{trip.counts, cost, trip.blocks};
-    if (!any || cost > loop.heaviest.modeled_cycles) loop.heaviest = LoopPath{trip.counts, cost, trip.blocks};
+    // Ties: the shorter trip is the steady one, the longer the heaviest.
+    const int length = trip.counts.instructions;
+    if (!any || cost < loop.steady.modeled_cycles ||
+        (cost == loop.steady.modeled_cycles && length < loop.steady.counts.instructions))
+      loop.steady = LoopPath{trip.counts, cost, trip.blocks};
+    if (!any || cost > loop.heaviest.modeled_cycles ||
+        (cost == loop.heaviest.modeled_cycles && length > loop.heaviest.counts.instructions))
+      loop.heaviest = LoopPath{trip.counts, cost, trip.blocks};
     any = true;
   }
   loop.found = true;

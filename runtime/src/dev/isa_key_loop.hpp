@@ -78,7 +78,7 @@ struct LoopPath {
 struct KeyLoop {
   bool found = false;
   std::string problem;  // why not found (no WMMA, no loop around them, inner loop, ...)
-  std::uint64_t begin = 0, end = 0;  // loop header address, address of the back-edge branch
+  std::uint64_t begin = 0, end = 0;  // loop header address, last instruction address of the loop
   int wmma_total = 0;                // WMMAs in the whole listing
   // Both paths take every WMMA the loop can execute in one trip and the most VMEM instructions (a
   // tile that also fetches the next one); `steady` is the cheapest of those (a full tile: no mask,
@@ -86,9 +86,10 @@ struct KeyLoop {
   LoopPath steady, heaviest;
 };
 
-// Finds the innermost loop that holds every WMMA of the listing (header: the target of the innermost
-// backward branch around them; end: the last branch back to that header) and prices its paths with `cycles` (the cost of one instruction class count, e.g. the RDNA4 model).
-// Paths follow the control flow inside the loop; branches out of it are not taken.
+// Finds the smallest natural loop of the control-flow graph that holds every WMMA (back edges found
+// depth-first from the entry; the compiler places join blocks before their predecessors, so a
+// backward address alone is no loop) and prices its trips with `cycles` (e.g. modeled_cycles).
+// A trip runs from the header along edges inside the loop to an edge back to the header.
 using CycleModel = std::function<double(const ClassCounts&)>;
 KeyLoop find_key_loop(const std::vector<Instruction>& instructions, const CycleModel& cycles);
 
