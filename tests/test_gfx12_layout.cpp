@@ -265,16 +265,17 @@ std::vector<float> flow_through_fragments(const WmmaLayout& layout, const FlowPr
     }
     // O^T = O^T * alpha + V^T * P^T (fresh accumulator per tile)
     for (int cb = 0; cb < d_steps; ++cb) {
-      Acc<float> tile_o{};
+      // As the kernel: O rescaled in place (alpha == 1 for a settled row), then the PV WMMAs
+      // accumulate straight into it through the C operand.
+      for (int lane = 0; lane < kLanes; ++lane)
+        for (int vgpr = 0; vgpr < 8; ++vgpr) o[cb][lane][vgpr] *= alpha[lane];
       for (int kb = 0; kb < k_blocks; ++kb) {
         Bytes a{};
         for (int lane = 0; lane < kLanes; ++lane)
           for (int byte = 0; byte < 8; ++byte)
             a[lane][byte] = pr.v8[(cb * 16 + sj_g12_v_frag_channel(lane)) * keys + tile_start + sj_g12_v_frag_key(kb, lane, byte)];
-        tile_o = wmma_fp8(layout, a, p_operand[kb], tile_o);
+        o[cb] = wmma_fp8(layout, a, p_operand[kb], o[cb]);
       }
-      for (int lane = 0; lane < kLanes; ++lane)
-        for (int vgpr = 0; vgpr < 8; ++vgpr) o[cb][lane][vgpr] = o[cb][lane][vgpr] * alpha[lane] + tile_o[lane][vgpr];
     }
   }
   // epilogue: l summed over the half-waves, out[query][d]

@@ -141,20 +141,6 @@ SJ_DEVICE float sj_g12_other_half(float x) {
 SJ_DEVICE float sj_g12_max_halves(float x) { return __builtin_fmaxf(x, sj_g12_other_half(x)); }
 SJ_DEVICE float sj_g12_sum_halves(float x) { return x + sj_g12_other_half(x); }
 
-// acc * alpha + tile, element-wise, written back into acc's registers. Plain C lets the register
-// allocator put one result of each 8-VGPR block in the tile's registers (v_fmac), which pins every
-// fresh tile accumulator until the loop latch and costs 8 VGPRs per channel block; the tied asm
-// operand keeps the result where the running accumulator lives.
-SJ_DEVICE sj_v8f sj_g12_rescale_add(sj_v8f acc, float alpha, sj_v8f tile) {
-#pragma unroll
-  for (int v = 0; v < 8; ++v) {
-    float a = acc[v];
-    asm("v_fma_f32 %0, %0, %1, %2" : "+v"(a) : "v"(alpha), "v"(tile[v]));
-    acc[v] = a;
-  }
-  return acc;
-}
-
 // Device twin of sj_g12_clamp_p_host: one v_minimum_f32. The builtin (clang >= 20) lets the compiler
 // schedule it; older hipRTC compilers get the same instruction through asm.
 SJ_DEVICE float sj_g12_clamp_p(float p) {

@@ -62,6 +62,7 @@ numerics::EmulatorOptions emulator_options_for(const AttentionPlan& plan, const 
   options.sm_scale = call.sm_scale;
   options.block_n = plan.attention_config.at("block_n");
   options.pv_fp16 = plan.spec.v.pv_fp16;
+  options.pv_into_output = plan.attention != nullptr && plan.attention->pv_into_output;
   return options;
 }
 

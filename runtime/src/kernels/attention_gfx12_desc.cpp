@@ -71,6 +71,7 @@ extern const KernelDesc attention_gfx12_kernel{
     .check_resources = gfx12_resources,
     .geometry = gfx12_geometry,
     .v_input = [](const TileConfig&) { return VInput{false, VOrder::natural}; },  // fp8 V, keys in order
+    .pv_into_output = true,  // WMMA C operand = O (gfx12 accumulates fp8 products in fp32)
 };
 
 }  // namespace sagejit

@@ -20,6 +20,7 @@ struct EmulatorOptions {
   float sm_scale = std::numeric_limits<float>::quiet_NaN();  // NaN: default_sm_scale(head_dim)
   int block_n = 64;       // key tile of the attention kernel (32 or 64): rounding of p depends on it
   bool pv_fp16 = false;   // fp16 PV (NVIDIA config family) instead of fp8 PV
+  bool pv_into_output = false;  // fp8 PV: one-level, into the rescaled o (gfx12), not per tile
 };
 
 // Default softmax scale: float(1 / sqrt(double(head_dim))), as Python's head_dim**-0.5 passed as fp32.
