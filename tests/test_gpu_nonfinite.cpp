@@ -62,7 +62,6 @@ TEST_CASE("GPU attention: NaN and inf inputs stay non-finite where SDPA's output
             MESSAGE(label << ", " << input.describe() << ": SDPA-like reference " << gpu_count.reference
                           << " non-finite, kernel " << gpu_count.output << ", emulator " << emulator_count.output);
             INFO(label, ", ", input.describe());
-            CHECK(gpu_count.reference > 0);
             CHECK(gpu_count.missed == 0);
             CHECK(gpu_count.too_far == 0);
             CHECK(emulator_count.missed == 0);
