@@ -171,7 +171,8 @@ nlohmann::json row_json(const Row& row) {
   j["waves_per_simd"] = row.waves_per_simd;
   j["ops_per_tile_per_wave"] = row.ops_per_tile;
   j["loop"] = {{"begin", row.loop.begin}, {"end", row.loop.end}};
-  j["steady"] = {{"counts", counts_json(row.loop.steady.counts)}, {"cost", cost_json(row.steady)}};
+  j["steady"] = {{"counts", counts_json(row.loop.steady.counts)}, {"cost", cost_json(row.steady)},
+                 {"blocks", row.loop.steady.blocks}};
   j["heaviest"] = {{"counts", counts_json(row.loop.heaviest.counts)}, {"cost", cost_json(row.heaviest)}};
   nlohmann::json predicted = nlohmann::json::object();
   for (const isa::Rdna4Device& device : isa::rdna4_devices())
@@ -219,7 +220,7 @@ int main(int argc, char** argv) {
     for (Row& row : rows) analyse(row, objdump, options.listing_dir);
 
     const auto& devices = isa::rdna4_devices();
-    SummaryTable table({{"arch"}, {"problem"}, {"config"}, {"VGPR", SummaryTable::Align::right},
+    SummaryTable table({{"arch"}, {"problem"}, {"config"}, {"VGPR", SummaryTable::Align::right}, {"scratch", SummaryTable::Align::right},
                         {"LDS B", SummaryTable::Align::right}, {"waves/SIMD", SummaryTable::Align::right},
                         {"WMMA iu8+fp8", SummaryTable::Align::right}, {"VALU", SummaryTable::Align::right},
                         {"VOPD", SummaryTable::Align::right}, {"trans", SummaryTable::Align::right},
@@ -236,7 +237,7 @@ int main(int argc, char** argv) {
         continue;
       }
       const isa::ClassCounts& c = row.loop.steady.counts;
-      table.add_row({row.arch, row.problem, config_id(row.config), figure(row.stats.registers),
+      table.add_row({row.arch, row.problem, config_id(row.config), figure(row.stats.registers), figure(row.stats.scratch),
                      figure(row.stats.static_shared), std::to_string(row.waves_per_simd),
                      fmt::format("{}+{}", c[isa::InstrClass::wmma_iu8], c[isa::InstrClass::wmma_fp8]),
                      std::to_string(c[isa::InstrClass::valu]), std::to_string(c[isa::InstrClass::vopd]),
