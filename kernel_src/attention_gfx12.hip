@@ -306,9 +306,19 @@ void sj_attention_gfx12(SjAttentionParams p) {
     }
 
     if (wave_computes) {
-      // ---- O^T = O^T * alpha + V^T * P^T, the tile's product from zero (two-level accumulation) ----
-      // Same hand pipeline: channel block cb+1's V^T fragments are read while cb's WMMAs run, and
-      // only one channel block's fresh accumulators are live at a time.
+      // ---- O^T = O^T * alpha + V^T * P^T, the WMMAs accumulating straight into O (C operand) ----
+      // alpha is exactly 1 for a row whose maximum did not move (sj_rescale), so once the maxima
+      // settle the whole wave skips the rescale: a scalar branch on a ballot, no VALU per tile.
+      bool moved = false;
+#pragma unroll
+      for (int qb = 0; qb < kQBlocks; ++qb) moved = moved || alpha[qb] != 1.0f;
+      if (__builtin_amdgcn_ballot_w32(moved) != 0u) {
+#pragma unroll
+        for (int qb = 0; qb < kQBlocks; ++qb)
+#pragma unroll
+          for (int cb = 0; cb < kSteps; ++cb) o[qb][cb] *= alpha[qb];
+      }
+      // Hand pipeline: channel block cb+1's V^T fragments are read while cb's WMMAs run.
       sj_v4i v_next[kKBlocks / 2];
 #pragma unroll
       for (int g = 0; g < kKBlocks / 2; ++g) v_next[g] = read_v_frags(v_tile, 0, g, lane);
@@ -320,18 +330,13 @@ void sj_attention_gfx12(SjAttentionParams p) {
           v_cur[g] = v_next[g];
           if (cb + 1 < kSteps) v_next[g] = read_v_frags(v_tile, cb + 1, g, lane);
         }
-        sj_v8f tile_o[kQBlocks];
-#pragma unroll
-        for (int qb = 0; qb < kQBlocks; ++qb) tile_o[qb] = (sj_v8f){0, 0, 0, 0, 0, 0, 0, 0};
 #pragma unroll
         for (int g = 0; g < kKBlocks / 2; ++g)
 #pragma unroll
           for (int qb = 0; qb < kQBlocks; ++qb) {
-            tile_o[qb] = sj_g12_wmma_fp8(v_cur[g].xy, p_frag[qb][2 * g], tile_o[qb]);
-            tile_o[qb] = sj_g12_wmma_fp8(v_cur[g].zw, p_frag[qb][2 * g + 1], tile_o[qb]);
+            o[qb][cb] = sj_g12_wmma_fp8(v_cur[g].xy, p_frag[qb][2 * g], o[qb][cb]);
+            o[qb][cb] = sj_g12_wmma_fp8(v_cur[g].zw, p_frag[qb][2 * g + 1], o[qb][cb]);
           }
-#pragma unroll
-        for (int qb = 0; qb < kQBlocks; ++qb) o[qb][cb] = sj_g12_rescale_add(o[qb][cb], alpha[qb], tile_o[qb]);
         __builtin_amdgcn_sched_barrier(0);
       }
     }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -68,6 +69,8 @@ struct Case {
   TileConfig attention{{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 64}, {"stages", 2}, {"pv_fp16", 0}};
   TileConfig prepare{{"threads", 256}};
   std::uint64_t seed = 1;
+  // Applied to the inputs after they are filled, before upload (e.g. a NaN placed on purpose).
+  std::function<void(numerics::HostTensor& q, numerics::HostTensor& k, numerics::HostTensor& v)> edit_inputs;
 
   std::string describe() const {
     return fmt::format("{} B{} Hq{} Hk{} Nq{} Nk{} D{} {} causal={} smooth={} lse={} cfg={}", to_string(dtype), batch,
@@ -109,6 +112,7 @@ inline CaseResult run_case(const Gpu& gpu, const Case& c) {
   fill(r.q, Fill::normal, rng);
   fill(r.k, c.fill, rng);
   fill(r.v, Fill::normal, rng);
+  if (c.edit_inputs) c.edit_inputs(r.q, r.k, r.v);
 
   const auto bytes = [](const numerics::HostTensor& t) { return t.storage().size() * sizeof(std::uint16_t); };
   DeviceBuffer q = device_buffer(gpu, bytes(r.q)), k = device_buffer(gpu, bytes(r.k)), v = device_buffer(gpu, bytes(r.v));

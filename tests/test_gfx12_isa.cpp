@@ -78,6 +78,7 @@ struct IsaFigures {
   long vgprs = -1, vgpr_spills = -1, sgpr_spills = -1, private_bytes = -1, lds_bytes = -1;
   int qk_wmma = 0, pv_wmma = 0, scratch_instructions = 0;
   int qk_wmma_in_loop = 0, pv_wmma_in_loop = 0;
+  int med3_in_loop = 0;  // v_med3_* in the key loop: must be 0 (a NaN p must not become -448)
   bool loop_found = false;
 };
 
@@ -111,11 +112,12 @@ void parse_disassembly(const std::string& text, IsaFigures& figures) {
   // backward branches: "s_cbranch_* N // ADDR: ... <sym+0xOFF>"
   const std::regex branch_target("s_(c?)branch\\S*\\s.*<([^+>]+)\\+0x([0-9a-fA-F]+)>");
   std::vector<std::pair<unsigned long long, unsigned long long>> loops;  // [target, branch]
-  std::vector<unsigned long long> qk, pv;
+  std::vector<unsigned long long> qk, pv, med3;
   for (const Line& line : lines) {
     if (line.text.find("v_wmma_i32_16x16x16_iu8") != std::string::npos) qk.push_back(line.address);
     if (line.text.find("v_wmma_f32_16x16x16_fp8_fp8") != std::string::npos) pv.push_back(line.address);
     if (line.text.find("scratch_") != std::string::npos) ++figures.scratch_instructions;
+    if (line.text.find("v_med3_") != std::string::npos) med3.push_back(line.address);
     std::smatch match;
     if (std::regex_search(line.text, match, branch_target) && symbols.count(match[2])) {
       const unsigned long long target = symbols[match[2]] + std::stoull(match[3], nullptr, 16);
@@ -136,6 +138,7 @@ void parse_disassembly(const std::string& text, IsaFigures& figures) {
   const auto inside = [&](unsigned long long a) { return a >= body->first && a <= body->second; };
   figures.qk_wmma_in_loop = static_cast<int>(std::count_if(qk.begin(), qk.end(), inside));
   figures.pv_wmma_in_loop = static_cast<int>(std::count_if(pv.begin(), pv.end(), inside));
+  figures.med3_in_loop = static_cast<int>(std::count_if(med3.begin(), med3.end(), inside));
 }
 
 struct Tools {
@@ -300,6 +303,7 @@ TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the
     CHECK(got.pv_wmma == job.expected.pv_wmma_per_tile);
     CHECK(got.qk_wmma_in_loop == got.qk_wmma);
     CHECK(got.pv_wmma_in_loop == got.pv_wmma);
+    CHECK(got.med3_in_loop == 0);  // docs/NUMERICS.md, non-finite inputs: v_med3 turns a NaN p into -448
     CHECK(got.private_bytes == 0);
     CHECK(got.scratch_instructions == 0);
     CHECK(got.vgpr_spills == 0);

@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -264,16 +265,17 @@ std::vector<float> flow_through_fragments(const WmmaLayout& layout, const FlowPr
     }
     // O^T = O^T * alpha + V^T * P^T (fresh accumulator per tile)
     for (int cb = 0; cb < d_steps; ++cb) {
-      Acc<float> tile_o{};
+      // As the kernel: O rescaled in place (alpha == 1 for a settled row), then the PV WMMAs
+      // accumulate straight into it through the C operand.
+      for (int lane = 0; lane < kLanes; ++lane)
+        for (int vgpr = 0; vgpr < 8; ++vgpr) o[cb][lane][vgpr] *= alpha[lane];
       for (int kb = 0; kb < k_blocks; ++kb) {
         Bytes a{};
         for (int lane = 0; lane < kLanes; ++lane)
           for (int byte = 0; byte < 8; ++byte)
             a[lane][byte] = pr.v8[(cb * 16 + sj_g12_v_frag_channel(lane)) * keys + tile_start + sj_g12_v_frag_key(kb, lane, byte)];
-        tile_o = wmma_fp8(layout, a, p_operand[kb], tile_o);
+        o[cb] = wmma_fp8(layout, a, p_operand[kb], o[cb]);
       }
-      for (int lane = 0; lane < kLanes; ++lane)
-        for (int vgpr = 0; vgpr < 8; ++vgpr) o[cb][lane][vgpr] = o[cb][lane][vgpr] * alpha[lane] + tile_o[lane][vgpr];
     }
   }
   // epilogue: l summed over the half-waves, out[query][d]
@@ -398,4 +400,50 @@ TEST_CASE("gfx12 layout check detects a wrong layout") {
     CHECK(flow_error(*wrong, 64, 32, false) > 1.0);
     CHECK(flow_error(*wrong, 128, 64, true) > 1.0);
   }
+}
+
+TEST_CASE("gfx12 P packing: the host twin of v_cvt_pk_fp8_f32 keeps a NaN p NaN, and no clamp is needed (v_med3 would lose NaN)") {
+  // The instruction model (RDNA4 ISA): v_med3_num_f32 with a NaN operand is the min of the other two,
+  // so the old clamp med3(p, 448, -448) turned a NaN score into the finite weight -448.
+  const float nan = std::nanf("");
+  CHECK(sj_g12_med3_host(nan, 448.0f, -448.0f) == -448.0f);
+  CHECK(sj_g12_med3_host(500.0f, 448.0f, -448.0f) == 448.0f);
+  CHECK(sj_g12_med3_host(3.0f, 448.0f, -448.0f) == 3.0f);
+
+  // The convert without saturation: NaN and overflow (>= 464) give the NaN code.
+  CHECK(sj_g12_cvt_fp8_host(nan) == 0x7f);
+  CHECK(sj_g12_cvt_fp8_host(464.0f) == 0x7f);
+  CHECK(sj_g12_cvt_fp8_host(std::numeric_limits<float>::infinity()) == 0x7f);
+  CHECK(sj_g12_cvt_fp8_host(463.9f) == 0x7e);  // rounds to 448
+  CHECK(sj_g12_cvt_fp8_host(448.0f) == 0x7e);
+
+  // Every p the kernel can produce: exp2(x) with x <= P_OFFSET (s <= m), allowing v_exp_f32 a few
+  // ulps above the exact value. The unclamped convert equals the contract's e4m3(min(p, 448)).
+  auto& rng = logged_rng();
+  std::uniform_real_distribution<float> exponent(-160.0f, SJ_P_OFFSET);
+  for (int i = 0; i < 100000; ++i) {
+    const float x = i == 0 ? SJ_P_OFFSET : exponent(rng);
+    const float p = std::nextafter(std::nextafter(std::exp2(x), 1e30f), 1e30f);  // two ulps high
+    REQUIRE(p < 464.0f);
+    REQUIRE(sj_g12_cvt_fp8_host(p) == sj_e4m3_encode(p > 448.0f ? 448.0f : p));
+  }
+  // s - m <= 0 in fp32 whatever the magnitudes, so the exponent never exceeds P_OFFSET.
+  std::uniform_real_distribution<float> score(-1e4f, 1e4f);
+  for (int i = 0; i < 100000; ++i) {
+    const float s = score(rng), other = score(rng);
+    const float m = std::fmax(s, other);
+    REQUIRE(s - m + SJ_P_OFFSET <= SJ_P_OFFSET);
+  }
+
+  // Packed: a NaN p becomes the NaN code in its byte; its neighbours are untouched.
+  const float p[8] = {1.0f, nan, 448.0f, 0.0f, 2.0f, 3.0f, nan, 0.5f};
+  sj_u32 words[2];
+  sj_g12_pack_p_host(p, words);
+  const auto byte = [&](int b) { return static_cast<std::uint8_t>(words[b / 4] >> (8 * (b % 4))); };
+  CHECK(std::isnan(sj_e4m3_decode(byte(sj_g12_p_byte(1)))));
+  CHECK(std::isnan(sj_e4m3_decode(byte(sj_g12_p_byte(6)))));
+  CHECK(sj_e4m3_decode(byte(sj_g12_p_byte(0))) == 1.0f);
+  CHECK(sj_e4m3_decode(byte(sj_g12_p_byte(2))) == 448.0f);
+  CHECK(sj_e4m3_decode(byte(sj_g12_p_byte(3))) == 0.0f);
+  CHECK(sj_e4m3_decode(byte(sj_g12_p_byte(7))) == 0.5f);
 }

@@ -93,12 +93,13 @@ TEST_CASE("earlier SAGEJIT_CONFIG_PATH items win over later ones, even over a fa
 
 TEST_CASE("a directory item contributes every *.json in it; empty items are ignored") {
   const std::string dir = data_dir + "/overlay_dir";
-  const TuningTables tables = load_tuning_tables(":" + dir + "::");
+  TuningTables tables = load_tuning_tables(":" + dir + "::");
   const Lookup causal = tables.lookup(key("sm_90", DType::bf16, 128, true, random_in(1, 65536), random_in(1, 100000)));
   CHECK(causal.level == MatchLevel::exact);
   CHECK(causal.source == dir + "/sm_90_causal.json");
-  // gfx1200 is an alias of gfx1201 (shipped), so the gfx1201 overlay applies to it too.
-  const Lookup rdna = tables.lookup(key("gfx1200", DType::fp16, 128, false, random_in(1, 9999), random_in(1, 9999)));
+  // An arch aliased to gfx1201 (gfx1150 here) follows the gfx1201 overlay too.
+  tables.add_layer({validate_table(Json{{"schema", 1}, {"arch", "gfx1150"}, {"alias_of", "gfx1201"}}, "alias.json")});
+  const Lookup rdna = tables.lookup(key("gfx1150", DType::fp16, 128, false, random_in(1, 9999), random_in(1, 9999)));
   CHECK(rdna.level == MatchLevel::exact);
   CHECK(rdna.source == dir + "/gfx1201_fp16.json");
   // An overlay may add an arch and a kernel family.

@@ -72,15 +72,39 @@ SJ_HOST_DEVICE int sj_g12_v_frag_key(int kb, int lane, int byte) {
 SJ_HOST_DEVICE int sj_g12_o_channel(int lane, int vgpr) { return 8 * sj_g12_lane_half(lane) + vgpr; }
 SJ_HOST_DEVICE int sj_g12_o_query(int lane) { return sj_g12_lane_col(lane); }
 
+// P before the E4M3 convert. p = exp2(s - m + P_OFFSET) with s <= m (m is the max over the same
+// scores, and fl(s - m) <= 0, fl(x + P_OFFSET) <= P_OFFSET for x <= 0), so p <= 2^8.807 = 447.9 up to
+// v_exp_f32's ~1 ulp, or p is NaN. v_cvt_pk_fp8_f32 rounds to nearest even without saturating (a
+// value >= 464 becomes NaN), so every finite p converts exactly as the contract's saturating
+// e4m3(min(p, 448)), and a NaN p stays NaN: no clamp instruction is needed, and none is used.
+// (The obvious clamp, v_med3_f32(p, 448, -448), would be wrong: with a NaN operand it returns the
+// min of the others, -448, turning a NaN score into a finite weight; sj_g12_med3_host models it.)
+
+// Host model of v_med3_num_f32(a, b, c) (RDNA4 ISA; LLVM folds fmed3 the same way, "s0 qnan ->
+// min(s1, s2)"): with a NaN operand it returns min_num of the other two.
+SJ_HOST_DEVICE float sj_g12_med3_host(float a, float b, float c) {
+  if (a != a) return b < c ? b : c;
+  if (b != b) return a < c ? a : c;
+  if (c != c) return a < b ? a : b;
+  const float lo = a < b ? a : b, hi = a < b ? b : a;
+  return c < lo ? lo : (c > hi ? hi : c);
+}
+
+// Host model of one lane of v_cvt_pk_fp8_f32 (OCP E4M3FN, round to nearest even, no saturation):
+// NaN and |x| >= 464 (the midpoint past 448) give the NaN code; the rest as sj_e4m3_encode.
+SJ_HOST_DEVICE sj_u8 sj_g12_cvt_fp8_host(float x) {
+  const sj_u32 bits = sj_bit_cast<sj_u32>(x);
+  if ((bits & 0x7fffffffu) >= 0x43e80000u) return (sj_u8)(((bits >> 24) & 0x80u) | 0x7fu);  // >= 464, inf, NaN
+  return sj_e4m3_encode(x);
+}
+
 // Quantizes the 8 probabilities of one lane's S accumulator (index = accumulator VGPR) into the
-// 8-byte P operand (two 32-bit words, little-endian bytes): e4m3(min(p, 448)), RNE. p is in
-// (0, 448] by construction; the clamp guards the hardware convert, which does not saturate.
+// 8-byte P operand (two 32-bit words, little-endian bytes), as sj_g12_pack_p does on the device.
 SJ_HOST_DEVICE void sj_g12_pack_p_host(const float p[8], sj_u32 out[2]) {
   out[0] = out[1] = 0;
   for (int v = 0; v < 8; ++v) {
-    const float clamped = p[v] > 448.0f ? 448.0f : (p[v] < -448.0f ? -448.0f : p[v]);
     const int byte = sj_g12_p_byte(v);
-    out[byte >> 2] |= (sj_u32)sj_e4m3_encode(clamped) << (8 * (byte & 3));
+    out[byte >> 2] |= (sj_u32)sj_g12_cvt_fp8_host(p[v]) << (8 * (byte & 3));
   }
 }
 
@@ -114,30 +138,14 @@ SJ_DEVICE float sj_g12_other_half(float x) {
 SJ_DEVICE float sj_g12_max_halves(float x) { return __builtin_fmaxf(x, sj_g12_other_half(x)); }
 SJ_DEVICE float sj_g12_sum_halves(float x) { return x + sj_g12_other_half(x); }
 
-// acc * alpha + tile, element-wise, written back into acc's registers. Plain C lets the register
-// allocator put one result of each 8-VGPR block in the tile's registers (v_fmac), which pins every
-// fresh tile accumulator until the loop latch and costs 8 VGPRs per channel block; the tied asm
-// operand keeps the result where the running accumulator lives.
-SJ_DEVICE sj_v8f sj_g12_rescale_add(sj_v8f acc, float alpha, sj_v8f tile) {
-#pragma unroll
-  for (int v = 0; v < 8; ++v) {
-    float a = acc[v];
-    asm("v_fma_f32 %0, %0, %1, %2" : "+v"(a) : "v"(alpha), "v"(tile[v]));
-    acc[v] = a;
-  }
-  return acc;
-}
-
-// Device twin of sj_g12_pack_p_host: v_med3 clamp + v_cvt_pk_fp8_f32 (RNE), bytes in the same place.
+// Device twin of sj_g12_pack_p_host: v_cvt_pk_fp8_f32 (RNE), bytes in the same place; no clamp (see
+// the bound above sj_g12_med3_host).
 SJ_DEVICE sj_v2i sj_g12_pack_p(const float p[8]) {
-  float c[8];
-#pragma unroll
-  for (int v = 0; v < 8; ++v) c[v] = __builtin_amdgcn_fmed3f(p[v], 448.0f, -448.0f);
   sj_v2i out;
-  int w0 = __builtin_amdgcn_cvt_pk_fp8_f32(c[0], c[1], 0, false);
-  out.x = __builtin_amdgcn_cvt_pk_fp8_f32(c[2], c[3], w0, true);
-  int w1 = __builtin_amdgcn_cvt_pk_fp8_f32(c[4], c[5], 0, false);
-  out.y = __builtin_amdgcn_cvt_pk_fp8_f32(c[6], c[7], w1, true);
+  int w0 = __builtin_amdgcn_cvt_pk_fp8_f32(p[0], p[1], 0, false);
+  out.x = __builtin_amdgcn_cvt_pk_fp8_f32(p[2], p[3], w0, true);
+  int w1 = __builtin_amdgcn_cvt_pk_fp8_f32(p[4], p[5], 0, false);
+  out.y = __builtin_amdgcn_cvt_pk_fp8_f32(p[6], p[7], w1, true);
   return out;
 }
 #endif  // SJ_AMD

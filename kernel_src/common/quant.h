@@ -122,10 +122,11 @@ SJ_HOST_DEVICE sj_u8 sj_quantize_e4m3(float v, float scale) {
   return sj_e4m3_encode(r);
 }
 
-// fp16 PV: fp16(clamp(v, -65504, 65504)), RNE; the clamp keeps bf16 values past the fp16 range
-// finite. Returns the fp16 bits.
+// fp16 PV: fp16(clamp(v, -65504, 65504)), RNE; the clamp keeps finite bf16 values past the fp16
+// range finite, while +-inf (and NaN) stay non-finite, as in SDPA. Returns the fp16 bits.
 SJ_HOST_DEVICE sj_u16 sj_v_to_fp16(float v) {
-  if (v > SJ_FP16_MAX) v = SJ_FP16_MAX;
-  if (v < -SJ_FP16_MAX) v = -SJ_FP16_MAX;
+  const bool infinite = sj_abs(v) == sj_bit_cast<float>(0x7f800000u);
+  if (v > SJ_FP16_MAX && !infinite) v = SJ_FP16_MAX;
+  if (v < -SJ_FP16_MAX && !infinite) v = -SJ_FP16_MAX;
   return sj_f32_to_f16(v);
 }

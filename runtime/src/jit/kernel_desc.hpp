@@ -103,6 +103,9 @@ struct KernelDesc {
   // Compiled for the arch-specific variant of an NVIDIA target ("sm_90" -> "sm_90a"), whose
   // instructions (wgmma) run on that exact arch only.
   bool arch_specific = false;
+  // fp8 PV accumulated straight into the rescaled O through the matrix instruction's C operand
+  // (docs/NUMERICS.md step 7, one-level) instead of a fresh per-tile sum added to it (two-level).
+  bool pv_into_output = false;
 };
 
 }  // namespace sagejit

@@ -25,6 +25,7 @@ struct EmulatorOptions {
   // inputs' head dim (no padding). Channels past the head dim are 0 in every workspace (v_scale 0
   // for fp8 PV, 1 for fp16 PV, as for an all-zero channel) and out holds only the head dim's columns.
   std::int64_t head_dim_pad = 0;
+  bool pv_into_output = false;  // fp8 PV: one-level, into the rescaled o (gfx12), not per tile
 };
 
 // Default softmax scale: float(1 / sqrt(double(head_dim))), as Python's head_dim**-0.5 passed as fp32.

@@ -48,6 +48,7 @@ struct RowContext {
   float* lse;
   int block_n;
   bool causal;
+  bool pv_into_output;
 };
 
 // One query block of one (b, hq): rows [first, first + rows).
@@ -94,8 +95,9 @@ void attend_rows(const RowContext& c, std::int64_t b, std::int64_t hq, std::int6
         pq[idx(j)] = p.pv_fp16 ? sj_f16_to_f32(sj_f32_to_f16(prob)) : sj_e4m3_decode(sj_e4m3_encode(prob));
       }
       l = l * alpha + tile_sum;  // l accumulates the fp32 p, not its rounded value
-      if (p.pv_fp16) {
-        // fp16 PV: the MMA accumulates straight into the rescaled o.
+      if (p.pv_fp16 || c.pv_into_output) {
+        // fp16 PV, and fp8 PV of kernels that accumulate through the C operand (gfx12): the
+        // products go straight into the rescaled o. alpha == 1 leaves o as it is (the kernels skip it).
         scale<kDim>(o.data(), alpha, D);
         for (int j = 0; j < width; ++j)
           if (pq[idx(j)] != 0.0f) accumulate<kDim>(o.data(), pq[idx(j)], &v_values[idx((tile + j) * D)], D);
@@ -175,7 +177,7 @@ void attention_into(const PreparedTensors& prepared, const EmulatorOptions& opti
     fail(ErrorCode::invalid_argument, "emulator: lse buffer must be given exactly when options.return_lse is set");
 
   const std::vector<float> v_values = decode_v(prepared);
-  const RowContext context{prepared, v_values, out_view, lse, options.block_n, options.causal};
+  const RowContext context{prepared, v_values, out_view, lse, options.block_n, options.causal, options.pv_into_output};
   const std::int64_t blocks = (prepared.seq_q + kRowsPerItem - 1) / kRowsPerItem;
   const std::int64_t heads = prepared.batch * prepared.heads_q;
   // Largest (causal: latest) query blocks first so the dynamic schedule ends balanced.

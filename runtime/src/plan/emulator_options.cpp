@@ -11,6 +11,7 @@ numerics::EmulatorOptions emulator_options_for(const AttentionPlan& plan, const 
   options.block_n = plan.attention_config.at("block_n");
   options.pv_fp16 = plan.spec.v.pv_fp16;
   options.head_dim_pad = plan.spec.head_dim;  // the kernel head dim: zero-padded channels
+  options.pv_into_output = plan.attention != nullptr && plan.attention->pv_into_output;
   return options;
 }
 
