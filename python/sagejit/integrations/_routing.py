@@ -59,22 +59,25 @@ class Router:
         return None
 
     def attention(self, q, k, v, fallback, *, tensor_layout, is_causal=False, scale=None, return_lse=False,
-                  attn_mask=None, dropout_p=0.0):
+                  attn_mask=None, dropout_p=0.0, refuse=None, strict=None):
         """sagejit.sageattn(q, k, v, ...) or, when sagejit cannot take the call, fallback() (a function of no
-        arguments that returns the same thing: out, or (out, lse) with lse fp32 [B, H, N])."""
+        arguments that returns the same thing: out, or (out, lse) with lse fp32 [B, H, N]).
+        refuse: the caller's own reason not to send this call to sagejit (counted like sagejit's).
+        strict: this call's strict mode (None: the router's)."""
         from ..attention import sageattn
 
-        reason = self._policy_reason(q)
+        strict = self.strict if strict is None else strict
+        reason = refuse or self._policy_reason(q)
         if reason is None:
             try:
                 result = sageattn(q, k, v, tensor_layout=tensor_layout, is_causal=is_causal, sm_scale=scale,
                                   return_lse=return_lse, attn_mask=attn_mask, dropout_p=dropout_p)
             except UnsupportedCall as error:
-                if self.strict:
+                if strict:
                     raise
                 reason = reason_key(error)
             except SagejitError as error:
-                if self.strict:
+                if strict:
                     raise
                 reason = f"sagejit error: {error.code}"
                 self._warn_once(error)
@@ -82,9 +85,8 @@ class Router:
                 with self._lock:
                     self._routed += 1
                 return result
-        elif self.strict:
-            raise UnsupportedCall(f"{self.name}: {reason} are not sent to sagejit (strict mode; "
-                                  "configure(emulate_on_cpu=True) runs them on sagejit's CPU emulator)")
+        elif strict:
+            raise UnsupportedCall(f"{self.name}: not sent to sagejit: {reason} (strict mode)")
         with self._lock:
             self._reasons[reason] += 1
         return fallback()

@@ -57,10 +57,11 @@ def _local_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, 
     def fallback():
         return _native(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, return_lse)
 
-    if query.shape[2] != key.shape[2] and not enable_gqa:
-        return fallback()  # torch SDPA's rule; its own error message tells the caller
+    # torch SDPA's rule (heads of q and k differ only with enable_gqa): the native call says what is wrong.
+    refuse = "heads of q and k differ without enable_gqa" if query.shape[2] != key.shape[2] and not enable_gqa \
+        else None
     result = _router.attention(query, key, value, fallback, tensor_layout="NHD", is_causal=is_causal, scale=scale,
-                               return_lse=return_lse, attn_mask=attn_mask, dropout_p=dropout_p)
+                               return_lse=return_lse, attn_mask=attn_mask, dropout_p=dropout_p, refuse=refuse)
     if not return_lse:
         return result
     out, lse = result
