@@ -5,9 +5,12 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 APT_PACKAGES := cmake ninja-build g++ make pkg-config clang-22 lld-22 llvm-22 \
   libfmt-dev nlohmann-json3-dev doctest-dev libcli11-dev libxxhash-dev \
-  libamdhip64-dev libhiprtc-builtins5 python3
+  libamdhip64-dev libhiprtc-builtins5 python3 python3-venv
+# The venv `make test` runs the Python tests in, and what it holds.
+VENV ?= .venv
+PYTHON_TEST_REQUIREMENTS := python/requirements-test.txt
 
-.PHONY: all deps configure build demo test test-gpu sanitize clean
+.PHONY: all deps configure build demo python-env test test-cpp test-python test-wheel test-gpu sanitize clean
 
 all: build
 
@@ -25,8 +28,22 @@ build: configure
 demo: build
 	@./tools/scripts/demo.sh $(BUILD_DIR)
 
-test: build
+# The C++ tests (ctest), then the Python tests (pytest, in the venv), then the wheel as a user gets it.
+test: test-cpp test-python test-wheel
+
+test-cpp: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+python-env: deps
+	@./tools/scripts/python_env.sh $(VENV) $(PYTHON_TEST_REQUIREMENTS)
+
+test-python: build python-env
+	@cd python && SAGEJIT_LIBRARY=$(CURDIR)/$(BUILD_DIR)/runtime/libsagejit.so SAGEJIT_LOG=warn \
+	  PYTHONDONTWRITEBYTECODE=1 $(CURDIR)/$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests
+
+# `pip wheel .`, then the wheel installed into a new venv and used there (tools/scripts/wheel_smoke.sh).
+test-wheel: deps python-env
+	@./tools/scripts/wheel_smoke.sh $(CURDIR)/$(VENV)/bin/python
 
 # GPU tests only (they skip without a GPU).
 test-gpu: build
@@ -43,4 +60,4 @@ sanitize: deps
 	@./tools/scripts/run_fuzzers.sh $(SANITIZE_DIR)
 
 clean:
-	@rm -rf $(BUILD_DIR) $(SANITIZE_DIR)
+	@rm -rf $(BUILD_DIR) $(SANITIZE_DIR) build-wheel

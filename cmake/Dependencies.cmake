@@ -2,7 +2,9 @@
 find_package(fmt REQUIRED)            # used header-only (fmt::fmt-header-only): no libfmt.so at run time
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
-find_package(doctest REQUIRED)
+if(SAGEJIT_BUILD_TESTS)
+  find_package(doctest REQUIRED)       # tests only: a wheel build does not need it
+endif()
 find_package(Threads REQUIRED)
 
 # xxHash ships no CMake config on Debian 12; we use it header-only (XXH_INLINE_ALL).

@@ -10,6 +10,7 @@
 #include "api_test_support.hpp"
 #include "build_info.hpp"
 #include "sagejit/sagejit.h"
+#include "sagejit/sagejit.hpp"
 
 using namespace sagejit;
 using namespace sagejit::test;
@@ -165,4 +166,21 @@ TEST_CASE("C ABI: status names, defaults and version") {
   CHECK(options.device == -1);
   CHECK(options.lse == nullptr);
   CHECK(std::string(sagejit_version()) == build::version);
+}
+
+TEST_CASE("C ABI: sagejit_check_head_dim follows the plan's head-dim rule") {
+  for (int head_dim = -1; head_dim <= 300; ++head_dim) {
+    CAPTURE(head_dim);
+    const sagejit_status status = sagejit_check_head_dim(head_dim);
+    const sagejit::Support expected = sagejit::supports_head_dim(head_dim);
+    CHECK((status == SAGEJIT_SUCCESS) == expected.ok);
+    if (!expected.ok) {
+      CHECK(status == SAGEJIT_ERROR_UNSUPPORTED);
+      CHECK(contains(sagejit_last_error(), "head_dim"));
+    }
+  }
+  CHECK(sagejit_check_head_dim(128) == SAGEJIT_SUCCESS);
+  CHECK(sagejit_check_head_dim(64) == SAGEJIT_SUCCESS);
+  CHECK(sagejit_check_head_dim(256) == SAGEJIT_ERROR_UNSUPPORTED);
+  CHECK(contains(sagejit_last_error(), "head_dim 256"));
 }

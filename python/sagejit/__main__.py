@@ -1,20 +1,52 @@
-"""python -m sagejit <command>: bench (sagejit vs torch SDPA on this GPU, a JSON report; see sagejit/bench.py)."""
+"""python -m sagejit <command> [args]: info | selftest | precompile | autotune | cache (the sagejit-*
+programs shipped with this package) | bench (sagejit vs torch SDPA on diffusion shapes, a report).
+
+`info` first prints what the Python side sees (package, library, torch, the op), then runs sagejit-info."""
 import sys
 
+from ._programs import PROGRAMS, run
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    commands = {"bench": "sagejit.bench"}
-    if not argv or argv[0] not in commands:
-        print(f"usage: python -m sagejit {{{'|'.join(commands)}}} [options]  (python -m sagejit <command> --help)",
-              file=sys.stderr)
+USAGE = "usage: python -m sagejit {" + "|".join((*PROGRAMS, "bench")) + "} [args...]"
+
+
+def _python_info():
+    import platform
+
+    from ._library import SagejitError, library
+
+    print(f"sagejit (Python) {__package__} at {__file__.rsplit('/', 2)[0]}; Python {platform.python_version()}")
+    try:
+        lib = library()
+        print(f"  libsagejit {lib.sagejit_version().decode()}: {lib._name}")
+    except SagejitError as error:
+        print(f"  libsagejit: not loaded ({error})")
+    try:
+        import torch
+
+        from . import _op  # noqa: F401  registers torch.ops.sagejit.sageattn
+
+        print(f"  torch {torch.__version__}: torch.ops.sagejit.sageattn registered")
+    except ImportError as error:
+        print(f"  torch: not usable ({error}); sageattn needs torch >= 2.4, the C ABI and programs do not")
+
+
+def main(argv):
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if argv else 2
+    command, args = argv[0], argv[1:]
+    if command == "bench":
+        from . import bench
+
+        return bench.main(args)
+    if command not in PROGRAMS:
+        print(f"error (invalid_argument): unknown command {command!r}\n{USAGE}", file=sys.stderr)
         return 2
-    if argv[0] == "bench":
-        from .bench import main as bench_main
-
-        return bench_main(argv[1:])
-    return 2
+    if command == "info":
+        _python_info()
+        sys.stdout.flush()
+    return run(command, args)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

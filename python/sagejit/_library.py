@@ -34,6 +34,20 @@ class SagejitError(RuntimeError):
         self.code = STATUS_NAMES.get(status, "unknown")
 
 
+class UnsupportedCall(SagejitError):
+    """sagejit cannot take this attention call, which is otherwise a valid one: a real attn_mask, dropout,
+    a gradient, a dtype, head dim or device it has no kernel for. The one type to catch to fall back to
+    another attention (torch SDPA, ...); the message names what was refused and what is accepted."""
+
+    def __init__(self, message, status=2):
+        super().__init__(status, message)
+
+
+def error_for(status, message):
+    """The exception for a failed C ABI status: UnsupportedCall for `unsupported`, else SagejitError."""
+    return UnsupportedCall(message) if status == 2 else SagejitError(status, message)
+
+
 class Tensor(ctypes.Structure):
     _fields_ = [
         ("data", ctypes.c_void_p),
@@ -90,8 +104,13 @@ def _declare(lib):
     lib.sagejit_supports.argtypes = [tensor_p, tensor_p, tensor_p, tensor_p, options_p,
                                      ctypes.POINTER(ctypes.c_int)]
     lib.sagejit_workspace_size.argtypes = [tensor_p, tensor_p, tensor_p, options_p, ctypes.POINTER(ctypes.c_size_t)]
+    lib.sagejit_emulate_attention.argtypes = [tensor_p, tensor_p, tensor_p, tensor_p, options_p, ctypes.c_char_p]
+    lib.sagejit_supports_target.argtypes = [tensor_p, tensor_p, tensor_p, tensor_p, options_p, ctypes.c_char_p,
+                                            ctypes.POINTER(ctypes.c_int)]
+    lib.sagejit_check_head_dim.argtypes = [ctypes.c_int64]
     for name in ("sagejit_attention", "sagejit_attention_with_workspace", "sagejit_supports",
-                 "sagejit_workspace_size", "sagejit_release_workspaces"):
+                 "sagejit_workspace_size", "sagejit_release_workspaces", "sagejit_emulate_attention",
+                 "sagejit_supports_target", "sagejit_check_head_dim"):
         getattr(lib, name).restype = ctypes.c_int
     lib.sagejit_release_workspaces.argtypes = []
     lib.sagejit_default_options.argtypes = []
@@ -105,6 +124,15 @@ def _declare(lib):
     return lib
 
 
+def _load(path):
+    """ctypes.CDLL(path) with the C ABI declared; OSError when it cannot be loaded or is not libsagejit."""
+    lib = ctypes.CDLL(path)
+    try:
+        return _declare(lib)
+    except AttributeError as error:  # loaded, but some other library (SAGEJIT_LIBRARY=libc.so.6, ...)
+        raise OSError(f"not a compatible libsagejit (a C ABI function is missing: {error})") from None
+
+
 def library():
     """The loaded library (loaded on first use); raises SagejitError(runtime_not_found) naming every path tried."""
     global _lib
@@ -113,7 +141,7 @@ def library():
             tried = []
             for path in _candidates():
                 try:
-                    _lib = _declare(ctypes.CDLL(path))
+                    _lib = _load(path)
                     break
                 except OSError as error:
                     tried.append(f"{path} ({error})")
@@ -126,8 +154,7 @@ def library():
 def check(status):
     """Raises SagejitError with the thread's last error message unless status is success."""
     if status != SUCCESS:
-        message = library().sagejit_last_error().decode("utf-8", "replace")
-        raise SagejitError(status, message)
+        raise error_for(status, library().sagejit_last_error().decode("utf-8", "replace"))
 
 
 def last_error():

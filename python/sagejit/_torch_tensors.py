@@ -1,19 +1,20 @@
-"""torch.Tensor -> sagejit_tensor, with the checks that only Python can make (a tensor at all, 4-D,
-on a GPU). Everything else (dtype, head_dim, strides, shapes) is validated by the library."""
-from ._library import SagejitError, Tensor
+"""torch.Tensor -> sagejit_tensor, with the checks that only Python can make (a tensor at all, 4-D, on a
+device sagejit runs on). Everything else (dtype, head_dim, strides, shapes) is validated by the library."""
+from ._library import SagejitError, Tensor, UnsupportedCall
 
 INVALID_ARGUMENT = 1
-UNSUPPORTED = 2
 
 # sagejit_dtype codes (sagejit.h).
 _DTYPE_CODES = {"torch.bfloat16": 0, "torch.float16": 1, "torch.float32": 2, "torch.float64": 3,
                 "torch.int8": 4, "torch.float8_e4m3fn": 5}
+# "cuda" is torch's name for CUDA and ROCm (HIP) devices alike; "cpu" runs the library's emulator.
+DEVICE_TYPES = ("cuda", "cpu")
 
 
 def dtype_code(dtype, name):
     code = _DTYPE_CODES.get(str(dtype))
     if code is None:
-        raise SagejitError(UNSUPPORTED, f"{name}.dtype {dtype} is not one of [torch.bfloat16, torch.float16]")
+        raise UnsupportedCall(f"{name}.dtype {dtype} is not one of [torch.bfloat16, torch.float16]")
     return code
 
 
@@ -26,9 +27,9 @@ def check_tensor(tensor, name):
         raise SagejitError(INVALID_ARGUMENT,
                            f"{name} has {tensor.dim()} dimensions (shape {tuple(tensor.shape)}); sagejit takes 4-D "
                            "tensors ([B, H, N, D] for HND, [B, N, H, D] for NHD)")
-    if tensor.device.type != "cuda":
-        raise SagejitError(INVALID_ARGUMENT,
-                           f"{name} is on {tensor.device}; sagejit runs on CUDA or ROCm devices (torch device 'cuda')")
+    if tensor.device.type not in DEVICE_TYPES:
+        raise UnsupportedCall(f"{name} is on {tensor.device}; sagejit runs on CUDA or ROCm devices (torch device "
+                              "'cuda') and emulates on 'cpu'")
 
 
 def to_c_tensor(tensor, name):

@@ -1,108 +1,133 @@
-"""sageattn() with SageAttention's signature and semantics, and supports(), over the C ABI."""
+"""sageattn() with SageAttention's signature and keywords, and supports(), over the torch op and the C ABI."""
 import ctypes
 import math
 from collections import namedtuple
 
-from ._library import Options, SagejitError, Tensor, check, last_error, library
-from ._torch_tensors import INVALID_ARGUMENT, check_tensor, to_c_tensor
+from ._library import SagejitError, Tensor, UnsupportedCall, check, last_error, library
+from ._torch_op import torch_op
+from ._torch_tensors import INVALID_ARGUMENT, check_tensor, dtype_code, to_c_tensor
 
 _LAYOUTS = {"HND": 0, "NHD": 1}
-_IGNORED_SAGEATTENTION_KEYWORDS = {"qk_quant_gran", "pv_accum_dtype", "smooth_v"}
+
+# SageAttention's kernel-selection keywords and the values its kernels accept. sagejit picks its
+# kernels from its tuning tables, so these are validated and then do not change the computation
+# (every choice computes the same attention within the numerics contract).
+SELECTION_KEYWORDS = {
+    "qk_quant_gran": ("per_warp", "per_thread", "per_block"),
+    "qk_quant_dtype": ("int8",),
+    "pv_accum_dtype": ("fp32", "fp32+fp32", "fp16", "fp32+fp16"),
+    "smooth_v": (False, True),
+}
 
 Support = namedtuple("Support", ["ok", "reason"])
 Support.__bool__ = lambda self: bool(self.ok)
 Support.__doc__ = "Whether a call is supported (ok) and, if not, why (reason)."
 
 
-def _options(tensor_layout, is_causal, sm_scale, smooth_k, lse_pointer):
-    if tensor_layout not in _LAYOUTS:
-        raise SagejitError(INVALID_ARGUMENT, f"tensor_layout {tensor_layout!r} is not one of ['HND', 'NHD']")
-    options = library().sagejit_default_options()
-    options.layout = _LAYOUTS[tensor_layout]
-    options.causal = 1 if is_causal else 0
-    if sm_scale is not None:
-        options.has_sm_scale = 1
-        options.sm_scale = float(sm_scale)
-        if not math.isfinite(options.sm_scale):
-            raise SagejitError(INVALID_ARGUMENT, f"sm_scale {sm_scale} is not finite")
-    options.smooth_k = 1 if smooth_k else 0
-    options.device = -1
-    options.lse = lse_pointer
-    return options
+def _check_keywords(kwargs):
+    unknown = sorted(set(kwargs) - set(SELECTION_KEYWORDS))
+    if unknown:
+        raise TypeError(f"sageattn() got unexpected keyword arguments: {', '.join(unknown)}; it accepts "
+                        "attn_mask, dropout_p, scale, smooth_k and SageAttention's "
+                        + ", ".join(sorted(SELECTION_KEYWORDS)))
+    for name, value in kwargs.items():
+        if value not in SELECTION_KEYWORDS[name]:
+            raise ValueError(f"sageattn(): {name}={value!r} is not one of {list(SELECTION_KEYWORDS[name])}")
 
 
-def _lse_shape(q, tensor_layout):
-    batch, heads, tokens = (q.shape[0], q.shape[1], q.shape[2]) if tensor_layout == "HND" else \
-        (q.shape[0], q.shape[2], q.shape[1])
-    return (batch, heads, tokens)
+def _resolve_scale(sm_scale, scale):
+    if scale is None:
+        return sm_scale
+    if sm_scale is not None and float(sm_scale) != float(scale):
+        raise ValueError(f"sageattn(): sm_scale={sm_scale} and scale={scale} disagree; pass one of them")
+    return scale
 
 
-def _current_stream(device):
+def _check_call(q, k, v, tensor_layout, sm_scale, attn_mask, dropout_p):
+    """The checks Python makes before the op (traceable by torch.compile: no C calls here)."""
     import torch
 
-    return ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream)
+    if tensor_layout not in _LAYOUTS:
+        raise SagejitError(INVALID_ARGUMENT, f"tensor_layout {tensor_layout!r} is not one of ['HND', 'NHD']")
+    if attn_mask is not None:
+        raise UnsupportedCall("attn_mask: sagejit computes unmasked (or causal, is_causal=True) attention only; "
+                              "pass attn_mask=None or use torch SDPA for masked attention")
+    if dropout_p != 0.0:
+        raise UnsupportedCall(f"dropout_p={dropout_p}: sagejit is inference attention without dropout; pass "
+                              "dropout_p=0.0 or use torch SDPA")
+    for tensor, name in ((q, "q"), (k, "k"), (v, "v")):
+        check_tensor(tensor, name)
+        dtype_code(tensor.dtype, name)
+    if k.device != q.device or v.device != q.device:
+        raise SagejitError(INVALID_ARGUMENT, f"q, k and v must be on one device (q: {q.device}, k: {k.device}, "
+                           f"v: {v.device})")
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        raise UnsupportedCall("a gradient: q, k or v requires grad, and sagejit has no backward (inference only); "
+                              "call it under torch.no_grad() / torch.inference_mode(), or use torch SDPA to train")
+    if sm_scale is not None and not (isinstance(sm_scale, (int, float)) and math.isfinite(sm_scale)
+                                     and sm_scale > 0):
+        raise SagejitError(INVALID_ARGUMENT, f"sm_scale {sm_scale!r} is not a finite number > 0")
 
 
-def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, return_lse=False, smooth_k=True,
-             **kwargs):
+def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, return_lse=False, smooth_k=True, *,
+             attn_mask=None, dropout_p=0.0, scale=None, **kwargs):
     """SageAttention forward: softmax(q k^T * sm_scale) v with INT8 QK^T and FP8/FP16 PV.
 
     q: [B, Hq, Nq, D] (HND) or [B, Nq, Hq, D] (NHD); k, v: [B, Hk, Nk, D] / [B, Nk, Hk, D] with
-    Hq % Hk == 0; bf16 or fp16, D in {64, 128}, last dimension contiguous, any other strides.
-    sm_scale defaults to 1/sqrt(D); is_causal follows torch SDPA (query i sees keys 0..i).
-    Returns the output (q's shape and dtype, contiguous) and, with return_lse, also the natural
-    log-sum-exp of the scaled scores, fp32 [B, Hq, Nq] (what torch.logsumexp gives).
-    Runs on the current torch stream; the workspace comes from torch's caching allocator.
-    SageAttention's kernel-selection keywords (qk_quant_gran, pv_accum_dtype, smooth_v) are accepted
-    and ignored: sagejit picks its kernels from its tuning tables. Other keywords are a TypeError.
+    Hq % Hk == 0; bf16 or fp16, last dimension contiguous, any other strides; on a CUDA/ROCm device
+    (CPU tensors run the library's emulator: exact to the numerics contract, slow).
+    sm_scale (or its SDPA name `scale`) defaults to 1/sqrt(D); is_causal follows torch SDPA (query i
+    sees keys 0..i). Returns the output (q's shape and dtype, contiguous) and, with return_lse, also
+    the natural log-sum-exp of the scaled scores, fp32 [B, Hq, Nq] (what torch.logsumexp gives).
+
+    Runs torch.ops.sagejit.sageattn on the current stream with torch's caching allocator: it traces
+    under torch.compile(fullgraph=True) and records into CUDA/HIP graphs.
+    Callers' keywords: attn_mask=None and dropout_p=0.0 are accepted; a real mask, dropout, or inputs
+    that need a gradient raise sagejit.UnsupportedCall (catch it to fall back). SageAttention's
+    kernel-selection keywords (qk_quant_gran, qk_quant_dtype, pv_accum_dtype, smooth_v) are checked
+    against SageAttention's values and otherwise do not change the computation.
     """
-    import torch
-
-    unknown = sorted(set(kwargs) - _IGNORED_SAGEATTENTION_KEYWORDS)
-    if unknown:
-        raise TypeError(f"sageattn() got unexpected keyword arguments: {', '.join(unknown)}")
-
-    for tensor, name in ((q, "q"), (k, "k"), (v, "v")):
-        check_tensor(tensor, name)
-    lib = library()
-    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
-    lse = torch.empty(_lse_shape(q, tensor_layout), dtype=torch.float32, device=q.device) if return_lse else None
-    options = _options(tensor_layout, is_causal, sm_scale, smooth_k, lse.data_ptr() if lse is not None else None)
-    cq, ck, cv, cout = (to_c_tensor(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v"), (out, "out")))
-    with torch.cuda.device(q.device):
-        nbytes = ctypes.c_size_t(0)
-        check(lib.sagejit_workspace_size(ctypes.byref(cq), ctypes.byref(ck), ctypes.byref(cv), ctypes.byref(options),
-                                         ctypes.byref(nbytes)))
-        workspace = torch.empty(nbytes.value, dtype=torch.uint8, device=q.device)
-        check(lib.sagejit_attention_with_workspace(ctypes.byref(cq), ctypes.byref(ck), ctypes.byref(cv),
-                                                   ctypes.byref(cout), ctypes.byref(options),
-                                                   _current_stream(q.device), ctypes.c_void_p(workspace.data_ptr()),
-                                                   nbytes))
+    sageattn_op = torch_op()
+    _check_keywords(kwargs)
+    sm_scale = _resolve_scale(sm_scale, scale)
+    _check_call(q, k, v, tensor_layout, sm_scale, attn_mask, dropout_p)
+    out, lse = sageattn_op(q, k, v, _LAYOUTS[tensor_layout], bool(is_causal),
+                           None if sm_scale is None else float(sm_scale), bool(smooth_k), bool(return_lse))
     return (out, lse) if return_lse else out
 
 
-def supports(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, return_lse=False, smooth_k=True):
-    """Support(ok, reason): whether sageattn() accepts this call, checked without launching anything."""
+def supports(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, return_lse=False, smooth_k=True, *,
+             attn_mask=None, dropout_p=0.0, scale=None, **kwargs):
+    """Support(ok, reason): whether sageattn() accepts this call, checked without launching anything.
+    CPU tensors are checked against the kernels of the emulated GPU (the library's default target)."""
     try:
-        for tensor, name in ((q, "q"), (k, "k"), (v, "v")):
-            check_tensor(tensor, name)
-        # The output sageattn() would allocate: q's shape, dense. Its address is never used here.
-        out = Tensor()
-        out.data = q.data_ptr()
-        out.dtype = to_c_tensor(q, "q").dtype
-        out.device = q.device.index if q.device.index is not None else 0
-        stride = 1
-        for i in reversed(range(4)):
-            out.shape[i] = q.shape[i]
-            out.strides[i] = stride
-            stride *= q.shape[i]
-        options = _options(tensor_layout, is_causal, sm_scale, smooth_k, q.data_ptr() if return_lse else None)
+        torch_op()
+        _check_keywords(kwargs)
+        sm_scale = _resolve_scale(sm_scale, scale)
+        _check_call(q, k, v, tensor_layout, sm_scale, attn_mask, dropout_p)
+        from ._op import _options
+
+        options = _options(_LAYOUTS[tensor_layout], is_causal, sm_scale, smooth_k)
+        options.lse = q.data_ptr() if return_lse else None
         cq, ck, cv = (to_c_tensor(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v")))
-    except SagejitError as error:
+    except (SagejitError, TypeError, ValueError) as error:
         return Support(False, str(error))
+    # The output sageattn() would allocate: q's shape, dense. Its address is never used here.
+    out = Tensor()
+    out.data = q.data_ptr()
+    out.dtype = cq.dtype
+    out.device = cq.device
+    stride = 1
+    for i in reversed(range(4)):
+        out.shape[i] = q.shape[i]
+        out.strides[i] = stride
+        stride *= q.shape[i]
     supported = ctypes.c_int(0)
-    check(library().sagejit_supports(ctypes.byref(cq), ctypes.byref(ck), ctypes.byref(cv), ctypes.byref(out),
-                                     ctypes.byref(options), ctypes.byref(supported)))
+    args = (ctypes.byref(cq), ctypes.byref(ck), ctypes.byref(cv), ctypes.byref(out), ctypes.byref(options))
+    if q.device.type == "cpu":  # the emulated GPU's kernels (NULL: the library's default target)
+        check(library().sagejit_supports_target(*args, None, ctypes.byref(supported)))
+    else:
+        check(library().sagejit_supports(*args, ctypes.byref(supported)))
     return Support(True, "") if supported.value == 1 else Support(False, last_error())
 
 
@@ -113,3 +138,6 @@ def release_workspaces():
 
 def version():
     return library().sagejit_version().decode()
+
+
+__all__ = ["SELECTION_KEYWORDS", "Support", "release_workspaces", "sageattn", "supports", "version"]

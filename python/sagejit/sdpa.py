@@ -7,26 +7,56 @@ sageattn, and every other call to the original SDPA, counting both.
         image = pipe(prompt).images[0]
     print(sagejit.sdpa_counters())       # {'routed': 960, 'fallback': 24, 'fallback_reasons': {...}}
 
-Routed: 4-D CUDA/ROCm tensors [B, H, N, D] in bf16/fp16, no attn_mask, dropout_p == 0, head_dim 64 or
-128, equal heads (or enable_gqa=True with Hq % Hk == 0), no autograd (sagejit has no backward), and
-anything else the library accepts (supports()). Everything else - masks, dropout, fp32, a VAE's odd
+Routed: 4-D CUDA/ROCm tensors [B, H, N, D] in bf16/fp16, no attn_mask, dropout_p == 0, a head dim the
+library accepts, equal heads (or enable_gqa=True with Hq % Hk == 0), no autograd (sagejit has no
+backward), and anything else the library accepts. Everything else - masks, dropout, fp32, a VAE's odd
 head_dim, CPU tensors, training - goes to the original function unchanged. Code that imported
 scaled_dot_product_attention by name before patching keeps the original.
+patch_sdpa(cpu=True) also routes CPU tensors (to the library's emulator: exact and slow; for tests).
+
+Under torch.compile the routing is decided while tracing (from shapes, dtypes and devices, which the
+compiled graph is specialised on) and the routed calls are torch.ops.sagejit.sageattn in the graph; the
+counters count eager calls only (a compiled graph does not run Python).
 """
 import collections
 import threading
 import warnings
 
-from ._library import SagejitError
+from ._library import SagejitError, library
 
 _state_lock = threading.Lock()
 _original = None      # torch's function while patched
+_route_cpu = False    # patch_sdpa(cpu=True)
 _counters = {"routed": 0, "fallback": 0}
 _reasons = collections.Counter()
 _warned = set()
 
 
+def _compiling():
+    import torch
+
+    is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    return bool(is_compiling and is_compiling())
+
+
+def _head_dim_supported(head_dim):
+    """The library's head-dim rule (sagejit_check_head_dim), asked once per head dim outside tracing."""
+    supported = _head_dims.get(head_dim)
+    if supported is None:
+        try:
+            supported = library().sagejit_check_head_dim(int(head_dim)) == 0
+        except SagejitError:
+            supported = False
+        _head_dims[head_dim] = supported
+    return supported
+
+
+_head_dims = {}
+
+
 def _count(routed, reason=None):
+    if _compiling():
+        return
     with _state_lock:
         if routed:
             _counters["routed"] += 1
@@ -49,13 +79,14 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, is_causal, scale, 
         return "dropout_p"
     if any(t.dim() != 4 for t in tensors):
         return "not 4-D"
-    if any(t.device.type != "cuda" for t in tensors):
+    if any(t.device.type != "cuda" and not (_route_cpu and t.device.type == "cpu") for t in tensors):
         return "not on a CUDA/ROCm device"
     if any(t.device != query.device for t in tensors):
         return "tensors on different devices"
     if query.dtype not in (torch.bfloat16, torch.float16) or key.dtype != query.dtype or value.dtype != query.dtype:
         return "dtype"
-    if query.shape[-1] not in (64, 128) or key.shape[-1] != query.shape[-1] or value.shape[-1] != query.shape[-1]:
+    if key.shape[-1] != query.shape[-1] or value.shape[-1] != query.shape[-1] or \
+            not _head_dim_supported(query.shape[-1]):
         return "head_dim"
     if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
         return "autograd"
@@ -133,11 +164,17 @@ class _Patch:
         return False
 
 
-def patch_sdpa():
-    """Routes supported torch SDPA calls to sagejit from now on (also usable as a context manager)."""
+def patch_sdpa(cpu=False):
+    """Routes supported torch SDPA calls to sagejit from now on (also usable as a context manager).
+    cpu=True also routes CPU tensors, to the library's emulator (slow; for tests and debugging)."""
+    global _route_cpu
     with _state_lock:
         was_patched = _original is not None
+        _route_cpu = bool(cpu)
         _install()
+    # Ask the library for every head dim up front, so that routing under torch.compile reads a dict.
+    for head_dim in range(1, 513):
+        _head_dim_supported(head_dim)
     return _Patch(was_patched)
 
 

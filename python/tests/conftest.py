@@ -1,5 +1,19 @@
 import os
+import random
 import sys
+
+import pytest
 
 # Import the package from this source tree (python/sagejit) unless it is installed on purpose.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+SEED_VARIABLE = "SAGEJIT_TEST_SEED"
+
+
+@pytest.fixture
+def seed(request):
+    """A fresh random seed per test, or $SAGEJIT_TEST_SEED to replay one; printed (pytest shows it with
+    a failure) with the command that replays the test."""
+    value = int(os.environ.get(SEED_VARIABLE) or random.SystemRandom().randrange(2**31))
+    print(f"seed {value}; replay: {SEED_VARIABLE}={value} python -m pytest '{request.node.nodeid}'")
+    return value

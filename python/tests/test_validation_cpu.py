@@ -158,17 +158,21 @@ def _torch_or_skip():
     return pytest.importorskip("torch")
 
 
-def test_sageattn_rejects_cpu_and_non_4d_tensors():
+def test_sageattn_rejects_other_devices_and_non_4d_tensors():
     torch = _torch_or_skip()
     q = torch.randn(1, 2, 16, 64, dtype=torch.bfloat16)
-    with pytest.raises(SagejitError, match="q is on cpu"):
-        sagejit.sageattn(q, q, q)
+    meta = q.to("meta")
+    with pytest.raises(sagejit.UnsupportedCall, match="q is on meta"):
+        sagejit.sageattn(meta, meta, meta)
     with pytest.raises(SagejitError, match="3 dimensions"):
         sagejit.sageattn(q[0], q[0], q[0])
     with pytest.raises(SagejitError, match="q is a str, not a torch.Tensor"):
         sagejit.sageattn("q", q, q)
-    support = sagejit.supports(q, q, q)
-    assert not support and "cpu" in support.reason
+    with pytest.raises(SagejitError, match="one device"):
+        sagejit.sageattn(q, q, meta)
+    support = sagejit.supports(meta, meta, meta)
+    assert not support and "meta" in support.reason
+    assert sagejit.supports(q, q, q), sagejit.supports(q, q, q).reason
 
 
 def test_patch_sdpa_routes_cpu_calls_to_the_original_with_counts():
@@ -177,7 +181,7 @@ def test_patch_sdpa_routes_cpu_calls_to_the_original_with_counts():
 
     original = F.scaled_dot_product_attention
     sagejit.reset_sdpa_counters()
-    q, k, v = (torch.randn(2, 3, 17, 64) for _ in range(3))
+    q, k, v = (torch.randn(2, 3, 17, 64) for _ in range(3))  # fp32 on the CPU: neither is sagejit's
     expected = original(q, k, v)
     with sagejit.patch_sdpa():
         assert F.scaled_dot_product_attention is not original
@@ -190,6 +194,9 @@ def test_patch_sdpa_routes_cpu_calls_to_the_original_with_counts():
     assert counters["routed"] == 0
     assert counters["fallback"] == 2
     assert counters["fallback_reasons"] == {"attn_mask": 1, "not on a CUDA/ROCm device": 1}
+    with sagejit.patch_sdpa(cpu=True):  # CPU routing on: fp32 is the reason now
+        F.scaled_dot_product_attention(q, k, v)
+    assert sagejit.sdpa_counters()["fallback_reasons"]["dtype"] == 1
 
 
 def test_patch_sdpa_global_switch():

@@ -95,6 +95,10 @@ SAGEJIT_C_API sagejit_status sagejit_workspace_size(const sagejit_tensor* q, con
                                                     const sagejit_tensor* v, const sagejit_options* options,
                                                     size_t* bytes);
 
+/* SAGEJIT_SUCCESS when the kernels take head_dim; otherwise SAGEJIT_ERROR_UNSUPPORTED and
+ * sagejit_last_error() names the accepted head dims. (Python's patch_sdpa routes by it.) */
+SAGEJIT_C_API sagejit_status sagejit_check_head_dim(int64_t head_dim);
+
 /* Frees the runtime's own workspaces. */
 SAGEJIT_C_API sagejit_status sagejit_release_workspaces(void);
 

@@ -82,6 +82,10 @@ SAGEJIT_API void release_workspaces();
 // Bytes currently held by the runtime's own workspaces, over all devices and streams.
 SAGEJIT_API std::size_t workspace_bytes_held();
 
+// Whether the kernels take this head dim (the attention plan's rule, checked without any tensor), and
+// if not, why (naming the accepted head dims).
+SAGEJIT_API Support supports_head_dim(std::int64_t head_dim);
+
 // Archs that have attention kernels and tuning tables ("gfx1200", "gfx1201", "sm_89", "sm_90").
 SAGEJIT_API std::vector<std::string> supported_archs();
 

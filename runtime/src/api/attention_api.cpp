@@ -76,6 +76,15 @@ std::size_t workspace_bytes_held() { return workspace_pool().bytes_held(); }
 
 std::vector<std::string> supported_archs() { return attention_archs(); }
 
+Support supports_head_dim(std::int64_t head_dim) {
+  try {
+    check_head_dim(head_dim);
+    return {true, {}};
+  } catch (const Error& error) {
+    return {false, error.what()};
+  }
+}
+
 std::string_view version() noexcept { return build::version; }
 
 }  // namespace sagejit

@@ -169,4 +169,11 @@ const char* sagejit_status_string(sagejit_status status) {
 
 const char* sagejit_version(void) { return version().data(); }
 
+sagejit_status sagejit_check_head_dim(int64_t head_dim) {
+  return guarded([&] {
+    const Support support = supports_head_dim(head_dim);
+    if (!support.ok) fail(ErrorCode::unsupported, "{}", support.reason);
+  });
+}
+
 }  // extern "C"

@@ -9,6 +9,7 @@
 
 #include "build_info.hpp"
 #include "core/env.hpp"
+#include "platform/self_location.hpp"
 
 namespace sagejit {
 
@@ -21,6 +22,12 @@ std::optional<std::filesystem::path> default_user_cache_dir() {
 
 std::filesystem::path default_system_cache_dir() {
   if (auto dir = env::get("SAGEJIT_SYSTEM_CACHE_DIR")) return std::filesystem::path(*dir);
+  if constexpr (build::system_cache_next_to_binary) {
+    // A wheel: <package>/cache. When the package cannot be located there is no system cache: an
+    // empty path, which the trust check refuses like any missing directory.
+    const auto package = package_dir_of_this_binary();
+    return package ? *package / "cache" : std::filesystem::path();
+  }
   return std::filesystem::path(build::install_datadir) / "sagejit" / "cache";
 }
 

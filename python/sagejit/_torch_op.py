@@ -1,0 +1,27 @@
+"""Whether the torch operator can be registered here, and the operator itself (registered once)."""
+import importlib.util
+
+from ._library import SagejitError
+
+RUNTIME_NOT_FOUND = 3
+_op = None
+_why_not = None
+
+
+def torch_op(required=True):
+    """torch.ops.sagejit.sageattn.default, registering it on first use. Without a usable torch: None when
+    not required, else SagejitError(runtime_not_found) saying why (torch missing, or older than 2.4)."""
+    global _op, _why_not
+    if _op is None and _why_not is None:
+        if importlib.util.find_spec("torch") is None:
+            _why_not = "torch is not installed (pip install 'torch>=2.4')"
+        else:
+            try:
+                from ._op import sageattn_op
+
+                _op = sageattn_op
+            except ImportError as error:
+                _why_not = str(error)
+    if _op is None and required:
+        raise SagejitError(RUNTIME_NOT_FOUND, f"sagejit.sageattn needs torch >= 2.4: {_why_not}")
+    return _op
