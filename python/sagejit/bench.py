@@ -20,7 +20,6 @@ import math
 import os
 import platform
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -83,30 +82,22 @@ class Progress:
 
 
 # ---------------------------------------------------------------------------------------------- environment
-def _run(command, timeout):
+def _run(command, timeout, env=None):
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
         return done.returncode, done.stdout, done.stderr
     except (OSError, subprocess.TimeoutExpired) as error:
         return None, "", str(error)
 
 
-def find_program(name):
-    """A sagejit program: on PATH, or beside the loaded library (install tree bin/, build tree tools/)."""
-    found = shutil.which(name)
-    if found:
-        return found
-    try:
-        from ._library import library
+def find_program(command):
+    """The path of sagejit-<command> shipped with this package (see _programs.py), or None."""
+    from ._programs import find_program as find
 
-        library_dir = os.path.dirname(os.path.realpath(library()._name))
-    except Exception:  # no library: nothing beside it either
+    try:
+        return find(command)
+    except FileNotFoundError:
         return None
-    for relative in (".", "../bin", "../tools", "../../bin"):
-        candidate = os.path.normpath(os.path.join(library_dir, relative, name))
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def parse_tables(text):
@@ -131,6 +122,12 @@ def parse_tables(text):
             rows.append({n: row[a:b].strip() for n, (a, b) in zip(names, spans)})
         tables.setdefault(section, []).append(rows)
     return tables
+
+
+def _program_environment():
+    from ._programs import _environment
+
+    return _environment()
 
 
 def _driver_version(torch):
@@ -160,9 +157,9 @@ def environment(torch, device):
         "torch": torch.__version__, "python": platform.python_version(), "os": platform.platform(),
         "sagejit": {"version": library().sagejit_version().decode(), "library": library()._name},
     }
-    program = find_program("sagejit-info")
+    program = find_program("info")
     if program:
-        code, out, err = _run([program], 120)
+        code, out, err = _run([program], 120, _program_environment())
         tables = parse_tables(out)
         runtimes = tables.get("GPU runtimes and devices", [])
         info["sagejit_info"] = {"program": program, "exit_code": code, "runtimes": runtimes[0] if runtimes else [],
@@ -171,16 +168,16 @@ def environment(torch, device):
         if code != 0:
             info["sagejit_info"]["stderr"] = err[-2000:]
     else:
-        info["sagejit_info"] = {"program": None, "note": "sagejit-info not found (PATH, beside the library)"}
+        info["sagejit_info"] = {"program": None, "note": "sagejit-info not found with this package"}
     return info
 
 
 def selftest(torch, device, quick):
     """The selftest verdict: the sagejit-selftest program (--quick when quick), else a Python check."""
-    program = find_program("sagejit-selftest")
+    program = find_program("selftest")
     if program:
         command = [program, "--no-timing", "--device", str(device.index or 0)] + (["--quick"] if quick else [])
-        code, out, err = _run(command, 1800)
+        code, out, err = _run(command, 1800, _program_environment())
         verdict = next((line for line in reversed(out.splitlines()) if line.startswith("verdict:")), None)
         return {"program": program, "command": " ".join(command), "exit_code": code,
                 "verdict": verdict or f"no verdict line (exit code {code})",

@@ -61,14 +61,15 @@ def case(model, size):
 
 
 def build(c, device, dtype, seed):
-    """The transformer with random weights drawn from `seed` (the same on every rank and run)."""
+    """The transformer with random weights drawn from `seed` on `device` (initialised there: a billion
+    parameters take long on a CPU)."""
     from diffusers import FluxTransformer2DModel, WanTransformer3DModel
 
     torch.manual_seed(seed)
     cls = FluxTransformer2DModel if c.model == "flux" else WanTransformer3DModel
-    with torch.device("cpu"):
+    with torch.device(device):
         model = cls(**c.config)
-    return model.to(device=device, dtype=dtype).eval()
+    return model.to(dtype=dtype).eval()
 
 
 def conditioning(c, device, dtype, seed):

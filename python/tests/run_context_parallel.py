@@ -81,6 +81,8 @@ def run(args):
         for mode in args.mode:
             c = dm.case(model_name, args.size)
             model = dm.build(c, device, dtype, args.seed)
+            for parameter in model.parameters():  # identical weights on every rank, whatever the device's RNG
+                dist.broadcast(parameter.data, src=0)
             model.set_attention_backend(args.backend)
             latent, cond = dm.model_inputs(c, device, dtype, args.seed)
 
