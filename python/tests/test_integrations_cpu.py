@@ -193,3 +193,15 @@ def test_sageattention_standin(seed, layout):
     expected_masked = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, attn_mask=mask)
     assert torch.equal(masked, expected_masked if layout == "HND" else expected_masked.transpose(1, 2))
     assert sj_sageattention.counters() == {"routed": 1, "fallback": 1, "fallback_reasons": {"attn_mask": 1}}
+
+
+def test_sageattention_standin_scale_keyword(seed):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (_randn(g, 1, 2, 32, 64) for _ in range(3))
+    by_sdpa_name = sj_sageattention.sageattn(q, k, v, scale=0.05)
+    assert torch.equal(by_sdpa_name, sj_sageattention.sageattn(q, k, v, sm_scale=0.05))
+    assert not torch.equal(by_sdpa_name, sj_sageattention.sageattn(q, k, v))
+    with pytest.raises(ValueError, match="disagree"):
+        sj_sageattention.sageattn(q, k, v, sm_scale=0.1, scale=0.05)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        sj_sageattention.sageattn(q, k, v, no_such_keyword=1)

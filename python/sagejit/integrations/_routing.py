@@ -59,11 +59,12 @@ class Router:
         return None
 
     def attention(self, q, k, v, fallback, *, tensor_layout, is_causal=False, scale=None, return_lse=False,
-                  attn_mask=None, dropout_p=0.0, refuse=None, strict=None):
+                  attn_mask=None, dropout_p=0.0, refuse=None, strict=None, **keywords):
         """sagejit.sageattn(q, k, v, ...) or, when sagejit cannot take the call, fallback() (a function of no
         arguments that returns the same thing: out, or (out, lse) with lse fp32 [B, H, N]).
         refuse: the caller's own reason not to send this call to sagejit (counted like sagejit's).
-        strict: this call's strict mode (None: the router's)."""
+        strict: this call's strict mode (None: the router's). keywords: more of sageattn's (smooth_k, SageAttention's
+        kernel-selection keywords)."""
         from ..attention import sageattn
 
         strict = self.strict if strict is None else strict
@@ -71,7 +72,7 @@ class Router:
         if reason is None:
             try:
                 result = sageattn(q, k, v, tensor_layout=tensor_layout, is_causal=is_causal, sm_scale=scale,
-                                  return_lse=return_lse, attn_mask=attn_mask, dropout_p=dropout_p)
+                                  return_lse=return_lse, attn_mask=attn_mask, dropout_p=dropout_p, **keywords)
             except UnsupportedCall as error:
                 if strict:
                     raise

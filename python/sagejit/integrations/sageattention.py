@@ -4,6 +4,7 @@
 reason (`counters()`); `configure(strict=True)` raises instead. integrations/sageattention_shim/ makes this
 importable as `sageattention`.
 """
+from ..attention import _resolve_scale
 from ._reference import attention_with_lse
 from ._routing import Router
 
@@ -30,10 +31,12 @@ def _sdpa(q, k, v, tensor_layout, is_causal, sm_scale, return_lse, attn_mask, dr
 def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, return_lse=False, attn_mask=None,
              dropout_p=0.0, **kwargs):
     """SageAttention's sageattn: q [B, H, N, D] (HND) or [B, N, H, D] (NHD); returns out, or (out, lse) with lse
-    fp32 [B, H, N]. SageAttention's kernel-selection keywords (qk_quant_gran, pv_accum_dtype, smooth_k,
-    smooth_v, ...) are accepted; sagejit picks its kernels itself."""
+    fp32 [B, H, N]. `scale` (SDPA's name for sm_scale), smooth_k and SageAttention's kernel-selection keywords
+    are what sagejit.sageattn accepts; anything else is its TypeError."""
+    sm_scale = _resolve_scale(sm_scale, kwargs.pop("scale", None))
+
     def fallback():
         return _sdpa(q, k, v, tensor_layout, is_causal, sm_scale, return_lse, attn_mask, dropout_p)
 
     return _router.attention(q, k, v, fallback, tensor_layout=tensor_layout, is_causal=is_causal, scale=sm_scale,
-                             return_lse=return_lse, attn_mask=attn_mask, dropout_p=dropout_p)
+                             return_lse=return_lse, attn_mask=attn_mask, dropout_p=dropout_p, **kwargs)
