@@ -37,6 +37,9 @@ def _native(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gq
     from diffusers.models.attention_dispatch import AttentionBackendName, _AttentionBackendRegistry
 
     if return_lse:
+        if dropout_p != 0.0:
+            raise ValueError(f"the sagejit backend's fallback returns an LSE only without dropout (dropout_p="
+                             f"{dropout_p}); use a backend with dropout and LSE, e.g. '_native_cudnn'")
         out, lse = attention_with_lse(query, key, value, tensor_layout="NHD", is_causal=is_causal, scale=scale,
                                       attn_mask=_sdpa_mask(attn_mask, query, key))
         return out, lse
