@@ -24,10 +24,11 @@ import diffusers_models as dm  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIN_COSINE_CALL = 0.995      # one attention call under the numerics contract
-# A whole model over 3 denoising steps: errors of every attention call pass through the random-weight
-# layers; measured on the emulator (20 seeds): cosine >= 0.9990, PSNR >= 30 dB.
-MIN_COSINE_MODEL = 0.99
-MIN_PSNR_MODEL_DB = 24.0
+# A whole model over 3 denoising steps, the error of every attention call carried through the random-weight
+# (unit-gain) layers; measured on the emulator, 8 seeds each: Flux cosine >= 0.99998, PSNR 60.8-63.8 dB; Wan
+# cosine >= 0.99995, PSNR 55.7-59.4 dB. The bounds leave a wide margin below that.
+MIN_COSINE_MODEL = 0.999
+MIN_PSNR_MODEL_DB = 40.0
 # Context parallel against one process: the same kernels on split sequences (ring: partial softmax merged by
 # LSE in fp32), so agreement is much closer than sagejit vs native.
 MIN_COSINE_CP = 0.999
@@ -44,6 +45,8 @@ def _emulated():
     yield
     sj_diffusers.configure(strict=False, emulate_on_cpu=False)
     sj_diffusers.reset_counters()
+    # set_attention_backend also sets diffusers' process-wide active backend: give it back
+    _AttentionBackendRegistry.set_active_backend(AttentionBackendName.NATIVE)
 
 
 def _cos(a, b):
@@ -141,6 +144,7 @@ def test_strict_mode_raises(seed):
 def test_real_transformer_denoises_like_native(seed, model):
     c = dm.case(model, "tiny")
     transformer = dm.build(c, "cpu", torch.bfloat16, seed)
+    transformer.set_attention_backend("native")
     native = dm.denoise(transformer, c, 3, "cpu", torch.bfloat16, seed)
     transformer.set_attention_backend("sagejit")
     ours = dm.denoise(transformer, c, 3, "cpu", torch.bfloat16, seed)

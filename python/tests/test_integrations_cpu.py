@@ -56,7 +56,7 @@ def _randn(g, *shape, dtype=torch.bfloat16):
 # ------------------------------------------------------------------------------------------- router
 def test_reason_key_groups_one_kind_of_refusal():
     assert reason_key("head_dim 80 is not one of [64, 128]") == reason_key("head_dim 96 is not one of [64, 128]")
-    assert reason_key("attn_mask: sagejit computes unmasked") == "attn_mask"
+    assert reason_key("dtype f32 is not one of [bf16, fp16]; use torch SDPA") == "dtype fN is not one of [bfN, fpN]"
     assert reason_key("") == "unsupported"
 
 

@@ -20,9 +20,11 @@ from sagejit.integrations._reference import attention_with_lse  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MIN_COSINE_CALL = 0.995
-# sagejit vs native over 4 Euler steps of a random-weight transformer (the same bound as the CPU tests).
-MIN_COSINE_MODEL = 0.99
-MIN_PSNR_MODEL_DB = 24.0
+# sagejit vs native over 4 Euler steps of a random-weight transformer at benchmark size. The CPU tests'
+# tiny models measure cosine >= 0.99995 / PSNR >= 55 dB on the emulator; these larger models are not yet
+# measured (the first H200 run gives the figures), so the bounds are looser.
+MIN_COSINE_MODEL = 0.995
+MIN_PSNR_MODEL_DB = 30.0
 MIN_COSINE_CP = 0.999
 
 

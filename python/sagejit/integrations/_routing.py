@@ -16,10 +16,19 @@ from .._library import SagejitError, UnsupportedCall
 
 
 def reason_key(message):
-    """A counter key for a refusal message: its first clause with numbers replaced by N, so that one kind
-    of refusal (head_dim 80, head_dim 96) counts under one key."""
-    clause = re.split(r"[;:(]", str(message), maxsplit=1)[0].strip()
+    """A counter key for a refusal message: its first clause (up to ';') with numbers replaced by N, so that
+    one kind of refusal (head_dim 80, head_dim 96) counts under one key."""
+    clause = str(message).split(";", 1)[0].strip()
     return re.sub(r"\d+", "N", clause)[:100] or "unsupported"
+
+
+def _refused_argument(attn_mask, dropout_p):
+    # sageattn checks a mask and dropout before anything else: a refusal then is about them.
+    if attn_mask is not None:
+        return "attn_mask"
+    if dropout_p != 0.0:
+        return "dropout_p"
+    return None
 
 
 class Router:
@@ -76,7 +85,7 @@ class Router:
             except UnsupportedCall as error:
                 if strict:
                     raise
-                reason = reason_key(error)
+                reason = _refused_argument(attn_mask, dropout_p) or reason_key(error)
             except SagejitError as error:
                 if strict:
                     raise
