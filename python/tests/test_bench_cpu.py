@@ -65,3 +65,16 @@ def test_shapes_count_flops():
     assert flux.flops() == 4 * 24 * 4608 * 4608 * 128
     causal = next(s for s in bench.SHAPES if s.causal)
     assert causal.flops() == 2 * causal.batch * causal.heads * causal.tokens ** 2 * causal.head_dim
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_accuracy_against_fp64_on_sampled_rows(seed, causal):
+    torch = pytest.importorskip("torch")
+    shape = bench.Shape("t", 1, 6, 300, 64, causal=causal)
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(1, 6, 300, 64, generator=g, dtype=torch.float64) for _ in range(3))
+    exact = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    error = bench._accuracy(torch, shape, q, k, v, exact, seed)
+    assert error["cosine"] > 1 - 1e-12 and error["max_abs_error"] < 1e-12
+    wrong = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=not causal)
+    assert bench._accuracy(torch, shape, q, k, v, wrong, seed)["relative_l2"] > 1e-3
