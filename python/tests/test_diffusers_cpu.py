@@ -178,3 +178,21 @@ def test_context_parallel_two_cpu_processes(seed, tmp_path):
         print(r)
         assert r["cosine"] > MIN_COSINE_CP and math.isfinite(r["max_abs_diff"]), r
         assert r["sagejit_counters"]["routed"] > 0 and r["sagejit_counters"]["fallback"] == 0, r
+
+
+def test_backend_traces_with_fullgraph_compile(seed):
+    q, k, v = _qkv(seed)
+    mask = torch.rand(2, 1, 40, 40, generator=torch.Generator().manual_seed(seed)) > 0.2
+    mask[..., 0] = True
+
+    def attention(q, k, v, mask):
+        return (dispatch_attention_fn(q, k, v, backend="sagejit"),
+                dispatch_attention_fn(q, k, v, attn_mask=mask, backend="sagejit"))
+
+    compiled = torch.compile(attention, fullgraph=True, backend="aot_eager")
+    for _ in range(2):
+        routed, masked = compiled(q, k, v, mask)
+    eager_routed, eager_masked = attention(q, k, v, mask)
+    assert torch.equal(routed, eager_routed) and torch.equal(masked, eager_masked)
+    assert torch.equal(masked, _native(q, k, v, attn_mask=mask))
+    assert sj_diffusers.counters() == {"routed": 3, "fallback": 3, "fallback_reasons": {"attn_mask": 3}}

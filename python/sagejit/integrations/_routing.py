@@ -1,18 +1,27 @@
 """The one routing rule the framework integrations share: try sagejit, and when it cannot take a call,
 run the framework's own attention instead - counted per reason, or raised in strict mode.
 
-sagejit itself decides what it can take (sagejit.sageattn raises sagejit.UnsupportedCall for a mask,
-dropout, a gradient, a dtype or head dim without kernels, ...). The router adds only the integrations'
-policy: CPU tensors go to the framework's attention unless `emulate_on_cpu` is set (sagejit's CPU path
-is an exact emulator, far too slow for a model; tests turn it on), and any other sagejit error (no
-kernels for this GPU, a failed compile) falls back too, with one warning per message so it is seen.
+sagejit itself decides what it can take (sagejit.sageattn raises sagejit.UnsupportedCall for a gradient,
+a dtype or head dim without kernels, ...). The router adds the integrations' policy: a mask or dropout is
+not sent at all (sagejit is unmasked attention without dropout by design; see _refused_argument), CPU
+tensors go to the framework's attention unless `emulate_on_cpu` is set (sagejit's CPU path is an exact
+emulator, far too slow for a model; tests turn it on), and any other sagejit error (no kernels for this
+GPU, a failed compile) falls back too, with one warning per message so it is seen.
+
+Under torch.compile(fullgraph=True) the routing traces (the counters' updates are replayed per call) as
+long as no sagejit exception is raised while tracing: masks and dropout are decided without one.
 """
-import collections
 import re
 import threading
 import warnings
 
 from .._library import SagejitError, UnsupportedCall
+
+
+def _compiling():
+    import torch
+
+    return torch.compiler.is_compiling()
 
 
 def reason_key(message):
@@ -23,7 +32,9 @@ def reason_key(message):
 
 
 def _refused_argument(attn_mask, dropout_p):
-    # sageattn checks a mask and dropout before anything else: a refusal then is about them.
+    # sagejit computes unmasked (or causal) attention without dropout by design, and sageattn refuses these
+    # first. Deciding them here, without the call and its exception, keeps the fallback traceable by
+    # torch.compile(fullgraph=True), which cannot trace the raise of sagejit's exception types.
     if attn_mask is not None:
         return "attn_mask"
     if dropout_p != 0.0:
@@ -40,7 +51,7 @@ class Router:
         self.emulate_on_cpu = False
         self._lock = threading.Lock()
         self._routed = 0
-        self._reasons = collections.Counter()
+        self._reasons = {}
         self._warned = set()
 
     def configure(self, strict=None, emulate_on_cpu=None):
@@ -77,7 +88,7 @@ class Router:
         from ..attention import sageattn
 
         strict = self.strict if strict is None else strict
-        reason = refuse or self._policy_reason(q)
+        reason = refuse or _refused_argument(attn_mask, dropout_p) or self._policy_reason(q)
         if reason is None:
             try:
                 result = sageattn(q, k, v, tensor_layout=tensor_layout, is_causal=is_causal, sm_scale=scale,
@@ -85,21 +96,32 @@ class Router:
             except UnsupportedCall as error:
                 if strict:
                     raise
-                reason = _refused_argument(attn_mask, dropout_p) or reason_key(error)
+                reason = reason_key(error)
             except SagejitError as error:
                 if strict:
                     raise
                 reason = f"sagejit error: {error.code}"
                 self._warn_once(error)
             else:
-                with self._lock:
-                    self._routed += 1
+                self._count(None)
                 return result
         elif strict:
             raise UnsupportedCall(f"{self.name}: not sent to sagejit: {reason} (strict mode)")
-        with self._lock:
-            self._reasons[reason] += 1
+        self._count(reason)
         return fallback()
+
+    def _count(self, reason):
+        if _compiling():  # Dynamo cannot enter a lock; it replays these updates after each run of the graph
+            self._bump(reason)
+        else:
+            with self._lock:
+                self._bump(reason)
+
+    def _bump(self, reason):
+        if reason is None:
+            self._routed += 1
+        else:
+            self._reasons[reason] = self._reasons.get(reason, 0) + 1
 
     def _warn_once(self, error):
         message = str(error)
