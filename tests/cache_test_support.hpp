@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "random_support.hpp"
 #include "cache/cache_entry.hpp"
 #include "cache/cache_key.hpp"
 #include "cache/code_cache.hpp"
@@ -42,10 +43,8 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-inline std::mt19937_64& rng() {
-  static thread_local std::mt19937_64 generator{std::random_device{}()};
-  return generator;
-}
+// Per thread, from the run's logged (replayable) seed.
+inline std::mt19937_64& rng() { return thread_rng(); }
 
 inline std::vector<std::byte> random_bytes(std::size_t size) {
   std::vector<std::byte> bytes(size);

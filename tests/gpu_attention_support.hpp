@@ -18,8 +18,8 @@
 #include "jit/jit.hpp"
 #include "plan/attention_runner.hpp"
 #include "dev/attention_harness.hpp"
-#include "dev/numerics/emulator.hpp"
-#include "dev/numerics/host_tensor.hpp"
+#include "numerics/emulator.hpp"
+#include "numerics/host_tensor.hpp"
 #include "dev/numerics/random_fill.hpp"
 
 namespace sagejit::test {

@@ -7,6 +7,7 @@
 #include <utility>
 #include <thread>
 
+#include "api/sized_struct.hpp"
 #include "api_test_support.hpp"
 #include "build_info.hpp"
 #include "sagejit/sagejit.h"
@@ -183,4 +184,98 @@ TEST_CASE("C ABI: sagejit_check_head_dim follows the plan's head-dim rule") {
   CHECK(sagejit_check_head_dim(64) == SAGEJIT_SUCCESS);
   CHECK(sagejit_check_head_dim(256) == SAGEJIT_ERROR_UNSUPPORTED);
   CHECK(contains(sagejit_last_error(), "head_dim 256"));
+namespace {
+
+// sagejit_options as the first ABI-1 headers declared it, restated by hand: what a binary built
+// against those headers passes to every later library.
+struct options_v1 {
+  uint32_t struct_size;
+  int32_t layout, causal, has_sm_scale;
+  float sm_scale;
+  int32_t smooth_k, device;
+  float* lse;
+};
+static_assert(sizeof(options_v1) == SAGEJIT_OPTIONS_V1_SIZE);
+static_assert(sizeof(sagejit_options) >= SAGEJIT_OPTIONS_V1_SIZE);
+
+// Validation with `options` (passed by address, read only as far as its struct_size says): the error
+// when validation rejects it, "" when it passes (the outcome then depends on the device).
+std::string validation_error(const CCall& c, const void* options) {
+  int supported = -1;
+  REQUIRE(sagejit_supports(&c.q, &c.k, &c.v, &c.out, static_cast<const sagejit_options*>(options), &supported) ==
+          SAGEJIT_SUCCESS);
+  const std::string reason = supported == 1 ? "" : sagejit_last_error();
+  return contains(reason, "options") ? reason : "";
+}
+
+}  // namespace
+
+TEST_CASE("C ABI: options carry their size; an older, smaller struct is accepted, bad sizes are named") {
+  CHECK(sagejit_default_options().struct_size == sizeof(sagejit_options));
+  CHECK(SAGEJIT_ABI_VERSION >= 1);
+  const CCall c = make_c_call(Layout::HND);
+
+  // A binary built against ABI-1 headers: accepted, and its fields are read (a bad one is named).
+  options_v1 old{};
+  old.struct_size = sizeof(options_v1);
+  old.smooth_k = 1;
+  old.device = -1;
+  CHECK(validation_error(c, &old) == "");
+  old.causal = 2;
+  CHECK(contains(validation_error(c, &old), "options->causal 2"));
+
+  // Sizes outside [V1, sizeof]: 0 (a struct never initialised), a truncated V1, one byte more than
+  // this library knows (newer headers). Each names options.struct_size and the accepted range.
+  for (const std::size_t size : {std::size_t{0}, std::size_t{SAGEJIT_OPTIONS_V1_SIZE - 1}, std::size_t{4},
+                                 sizeof(sagejit_options) + 1, std::size_t{0xffffffffu}}) {
+    CAPTURE(size);
+    sagejit_options options = sagejit_default_options();
+    options.struct_size = static_cast<uint32_t>(size);
+    const std::string expected = "options.struct_size is " + std::to_string(size) + "; accepted: " +
+                                 std::to_string(SAGEJIT_OPTIONS_V1_SIZE) + " to " + std::to_string(sizeof(sagejit_options)) +
+                                 " bytes";
+    CHECK(sagejit_attention(&c.q, &c.k, &c.v, &c.out, &options, nullptr) == SAGEJIT_ERROR_INVALID_ARGUMENT);
+    CHECK_MESSAGE(contains(sagejit_last_error(), expected), sagejit_last_error());
+    size_t bytes = 0;
+    CHECK(sagejit_workspace_size(&c.q, &c.k, &c.v, &options, &bytes) == SAGEJIT_ERROR_INVALID_ARGUMENT);
+    CHECK(contains(sagejit_last_error(), "options.struct_size"));
+  }
+}
+
+namespace {
+
+// A struct that grew: version 1 ends after `a`, version 2 appends `b`, whose default is 7.
+struct grown_v2 {
+  uint32_t struct_size;
+  int32_t a;
+  int32_t b;
+};
+struct grown_v1 {
+  uint32_t struct_size;
+  int32_t a;
+};
+
+}  // namespace
+
+TEST_CASE("sized structs: fields past the caller's struct_size take their defaults, nothing past it is read") {
+  const grown_v2 defaults{sizeof(grown_v2), 1, 7};
+  // Version 1 in a buffer whose next bytes are garbage: they must not be read as `b`.
+  struct {
+    grown_v1 v1;
+    int32_t garbage;
+  } buffer{{sizeof(grown_v1), 5}, -99};
+  const grown_v2 read = read_sized_struct(*reinterpret_cast<const grown_v2*>(&buffer.v1), sizeof(grown_v1), defaults,
+                                          "grown", "grown_defaults()");
+  CHECK(read.a == 5);
+  CHECK(read.b == 7);
+  const grown_v2 full{sizeof(grown_v2), 5, 9};
+  CHECK(read_sized_struct(full, sizeof(grown_v1), defaults, "grown", "grown_defaults()").b == 9);
+  try {
+    read_sized_struct(grown_v2{2, 0, 0}, sizeof(grown_v1), defaults, "grown", "grown_defaults()");
+    FAIL("accepted");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::invalid_argument);
+    CHECK(std::string(e.what()) == "grown.struct_size is 2; accepted: 8 to 12 bytes (start from grown_defaults(), which "
+                                   "sets it, or set it to the sizeof of the struct in the headers compiled against)");
+  }
 }

@@ -1,5 +1,6 @@
 // The runtime's own workspace (api/workspace_pool): grows on demand, is reused without allocating,
-// is separate per (device, stream), waits for the stream before freeing, and is safe under threads.
+// is separate per (device, stream), waits for the stream before freeing, is safe under threads, and
+// under graph capture only leases, never frees a buffer a graph captured, and refuses to grow.
 // A fake Device counts allocations; no GPU is needed.
 #include <doctest/doctest.h>
 
@@ -47,7 +48,15 @@ class CountingDevice final : public Device {
   void copy_to_device(int, void*, const void*, std::size_t) override {}
   void copy_to_host(int, void*, const void*, std::size_t) override {}
   void memset(int, void*, int, std::size_t, Stream) override {}
-  void synchronize(int, Stream) override { ++synchronizations; }
+  void synchronize(int, Stream stream) override {
+    ++synchronizations;
+    std::lock_guard lock(mutex);
+    if (capturing.count(stream) != 0) ++synchronized_while_capturing;  // would break a real capture
+  }
+  bool stream_is_capturing(int, Stream stream) override {
+    std::lock_guard lock(mutex);
+    return capturing.count(stream) != 0;
+  }
   void* create_event(int) override { return nullptr; }
   void destroy_event(int, void*) noexcept override {}
   void record_event(int, void*, Stream) override {}
@@ -55,7 +64,8 @@ class CountingDevice final : public Device {
 
   std::mutex mutex;
   std::set<void*> live;
-  std::atomic<int> allocations{0}, frees{0}, synchronizations{0};
+  std::set<Stream> capturing;  // streams being captured into a graph
+  std::atomic<int> allocations{0}, frees{0}, synchronizations{0}, synchronized_while_capturing{0};
   std::size_t limit = std::size_t{1} << 30;
 };
 
@@ -132,4 +142,88 @@ TEST_CASE("threads on different and shared streams never see a freed buffer") {
   CHECK(device.allocations <= 3 * 100);  // growth is geometric, so a few per stream
   pool.release_all();
   CHECK(device.live.empty());
+}
+
+TEST_CASE("during a capture a warm workspace is leased without allocating, freeing or waiting") {
+  CountingDevice device;
+  WorkspacePool pool;
+  const std::size_t warm = static_cast<std::size_t>(random_in(1000, 100000));
+  void* buffer = pool.acquire(device, 0, stream(1), warm).data();
+  const std::size_t held = pool.bytes_held();
+  device.capturing.insert(stream(1));
+  for (int call = 0; call < 5; ++call)
+    CHECK(pool.acquire(device, 0, stream(1), static_cast<std::size_t>(random_in(1, static_cast<std::int64_t>(held)))).data() ==
+          buffer);
+  CHECK(device.allocations == 1);
+  CHECK(device.frees == 0);
+  CHECK(device.synchronizations == 0);
+  device.capturing.clear();
+  pool.release_all();
+  CHECK(device.live.empty());
+}
+
+TEST_CASE("growth during a capture is a named error that touches nothing; the pool works after it") {
+  CountingDevice device;
+  WorkspacePool pool;
+  device.capturing.insert(stream(4));
+  // Cold: no warm-up at all.
+  std::string message = error_of([&] { (void)pool.acquire(device, 0, stream(4), 5000); }, ErrorCode::unsupported);
+  CHECK_MESSAGE(contains(message, "from 0 to 5000 bytes while the stream is being captured"), message);
+  CHECK_MESSAGE(contains(message, "warm-up"), message);
+  CHECK_MESSAGE(contains(message, "workspace of your own"), message);
+  // Warm, but too small.
+  device.capturing.clear();
+  const std::size_t small = static_cast<std::size_t>(random_in(100, 1000));
+  (void)pool.acquire(device, 0, stream(4), small);
+  const std::size_t held = pool.bytes_held();
+  device.capturing.insert(stream(4));
+  message = error_of([&] { (void)pool.acquire(device, 0, stream(4), held + 1); }, ErrorCode::unsupported);
+  CHECK_MESSAGE(contains(message, "device 0 stream 0x4 must grow from " + std::to_string(held) + " to " +
+                                      std::to_string(held + 1) + " bytes"),
+                message);
+  CHECK(device.allocations == 1);
+  CHECK(device.frees == 0);
+  CHECK(device.synchronizations == 0);
+  CHECK(pool.bytes_held() == held);
+  // Another stream is not affected by the capture of this one.
+  CHECK(pool.acquire(device, 0, stream(5), held * 4).data() != nullptr);
+  device.capturing.clear();
+  CHECK(pool.acquire(device, 0, stream(4), held * 2).data() != nullptr);
+  pool.release_all();
+  CHECK(device.live.empty());
+}
+
+TEST_CASE("a buffer leased during a capture is kept, not freed, when the workspace grows later") {
+  CountingDevice device;
+  WorkspacePool pool;
+  const std::size_t warm = static_cast<std::size_t>(random_in(1000, 100000));
+  (void)pool.acquire(device, 0, stream(6), warm);
+  const std::size_t held = pool.bytes_held();
+  device.capturing.insert(stream(6));
+  void* captured = pool.acquire(device, 0, stream(6), warm).data();  // a graph now refers to it
+  device.capturing.clear();
+  // Growth after the capture: a new buffer, the captured one stays allocated (the graph may run).
+  void* grown = pool.acquire(device, 0, stream(6), held * 3).data();
+  CHECK(grown != captured);
+  CHECK(device.live.count(captured) == 1);
+  CHECK(device.frees == 0);
+  CHECK(pool.bytes_held() >= held + held * 3);
+  // The new buffer was never captured: growing past it frees it (after waiting) as before.
+  const std::size_t held_now = pool.bytes_held();
+  void* grown_again = pool.acquire(device, 0, stream(6), held_now * 2).data();
+  CHECK(device.live.count(grown) == 0);
+  CHECK(device.live.count(captured) == 1);
+  CHECK(device.live.count(grown_again) == 1);
+  CHECK(device.frees == 1);
+  CHECK(device.synchronized_while_capturing == 0);
+  // release_all() refuses while a stream of the pool is capturing, freeing nothing; then frees all.
+  device.capturing.insert(stream(6));
+  const std::string message = error_of([&] { pool.release_all(); }, ErrorCode::unsupported);
+  CHECK_MESSAGE(contains(message, "release_workspaces() while device 0 stream 0x6 is being captured"), message);
+  CHECK(device.live.count(captured) == 1);
+  CHECK(device.frees == 1);
+  device.capturing.clear();
+  pool.release_all();
+  CHECK(device.live.empty());
+  CHECK(pool.bytes_held() == 0);
 }

@@ -3,13 +3,13 @@
 // Skips with a message when there is no CUDA GPU (or no NVRTC) on this machine.
 #include <doctest/doctest.h>
 
-#include <chrono>
 #include <cstdint>
 #include <random>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "random_support.hpp"
 #include "compiler/compiler.hpp"
 #include "core/error.hpp"
 #include "dev/device_buffer.hpp"
@@ -77,9 +77,8 @@ TEST_CASE("CUDA: compile with NVRTC, load, launch on a stream, copy back, time w
   }
   CHECK_THROWS_AS(device->load_module(0, {}), Error);
 
-  // Fresh data each run; seeded from the clock (std::random_device would tie the binary to a newer
-  // glibc through arc4random, and this test is shipped to a GPU machine as a binary).
-  std::mt19937 random{static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count())};
+  // Fresh data each run, from the run's logged (replayable) seed.
+  std::mt19937& random = sagejit::test::logged_rng();
   const unsigned n = 100000 + random() % 1000;  // not a multiple of the block size
   const unsigned tail = 64;
   const unsigned a = 3 + random() % 1000;

@@ -87,6 +87,7 @@ class FakeDevice : public Device {
   void copy_to_host(int, void*, const void*, std::size_t) override {}
   void memset(int, void*, int, std::size_t, Stream) override {}
   void synchronize(int, Stream) override {}
+  bool stream_is_capturing(int, Stream) override { return false; }
   void* create_event(int) override { return nullptr; }
   void destroy_event(int, void*) noexcept override {}
   void record_event(int, void*, Stream) override {}

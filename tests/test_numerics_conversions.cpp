@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "dev/numerics/conversions.hpp"
+#include "numerics/conversions.hpp"
 
 using namespace sagejit::numerics;
 

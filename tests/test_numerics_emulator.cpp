@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "dev/numerics/emulator.hpp"
+#include "numerics/emulator.hpp"
 #include "dev/numerics/metrics.hpp"
 #include "dev/numerics/random_fill.hpp"
 #include "dev/numerics/reference.hpp"

@@ -8,8 +8,8 @@
 #include <random>
 
 #include "common/quant.h"
-#include "dev/numerics/conversions.hpp"
-#include "dev/numerics/emulator.hpp"
+#include "numerics/conversions.hpp"
+#include "numerics/emulator.hpp"
 #include "dev/numerics/random_fill.hpp"
 #include "dev/numerics/workspace_compare.hpp"
 

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "dev/table_merge.hpp"
 #include "tuning/tuning_table.hpp"
+#include "random_support.hpp"
 #include "tuning_table_example.hpp"
 
 using namespace sagejit;
@@ -65,9 +66,7 @@ TEST_CASE("every truncation of a valid table is rejected with Error") {
 }
 
 TEST_CASE("randomly mutated tables give Error or a valid table, never a crash") {
-  const unsigned seed = std::random_device{}();
-  MESSAGE("random seed " << seed);
-  std::mt19937 rng(seed);
+  std::mt19937& rng = test::logged_rng();
   const std::string base = test::example_table_text;
   const std::string alphabet = "{}[]\":,-.0123456789eE+ truefalsnul\\/xabc\n\x01\xff";
   auto random_index = [&](std::size_t size) { return std::uniform_int_distribution<std::size_t>(0, size - 1)(rng); };

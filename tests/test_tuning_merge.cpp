@@ -79,6 +79,15 @@ Json tuned_entry(const Json& problem) {
           {"candidates", candidates}};
 }
 
+// `entry` as the autotuner writes a winner: measured, and so without the "reason" of an unmeasured
+// entry (a table rejects "reason" beside "measured"). tuned_entry() returns an unmeasured entry with a
+// reason when every candidate failed, so tests that force a measurement go through here.
+Json measured_as(Json entry, double time_us, const std::string& date) {
+  entry["measured"] = {{"device", "NVIDIA H200"}, {"date", date}, {"tool", "t"}, {"time_us", time_us}, {"tops", 1.0}};
+  entry.erase("reason");
+  return entry;
+}
+
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
@@ -121,9 +130,9 @@ TEST_CASE("merging is deterministic, independent of entry order, and idempotent"
 TEST_CASE("duplicates: lower measured time wins, unmeasured never beats measured, candidates are kept") {
   const Json base = shipped("sm_90.json");
   const Json problem = problem_for(random_in(0, 100));
-  Json slow = tuned_entry(problem), fast = tuned_entry(problem), unmeasured = tuned_entry(problem);
-  slow["measured"] = {{"device", "NVIDIA H200"}, {"date", "2026-11-29"}, {"tool", "t"}, {"time_us", 200.5}, {"tops", 1.0}};
-  fast["measured"] = {{"device", "NVIDIA H200"}, {"date", "2026-11-30"}, {"tool", "t"}, {"time_us", 100.25}, {"tops", 2.0}};
+  const Json slow = measured_as(tuned_entry(problem), 200.5, "2026-11-29");
+  const Json fast = measured_as(tuned_entry(problem), 100.25, "2026-11-30");
+  Json unmeasured = tuned_entry(problem);
   unmeasured["measured"] = nullptr;
   unmeasured["reason"] = "guess";
   std::vector<Json> all = {slow, fast, unmeasured};
@@ -138,7 +147,7 @@ TEST_CASE("duplicates: lower measured time wins, unmeasured never beats measured
     CHECK(entries[0]["measured"]["time_us"] == 100.25);
     // Every distinct candidate of the three runs survives.
     std::set<std::string> distinct;
-    for (const Json* e : {&slow, &fast, &unmeasured})
+    for (const Json* e : {&slow, &fast, static_cast<const Json*>(&unmeasured)})
       for (const Json& c : e->at("candidates")) distinct.insert(c.dump());
     CHECK(entries[0]["candidates"].size() == distinct.size());
     if (round == 0) expected = canonical_table_text(table);
@@ -149,6 +158,47 @@ TEST_CASE("duplicates: lower measured time wins, unmeasured never beats measured
   a["config"]["block_n"] = 32;
   b["config"]["block_n"] = 128;
   CHECK(merge_entries(base, {{"attention", {b, a}}})["kernels"]["attention"]["entries"][0]["config"]["block_n"] == 32);
+}
+
+TEST_CASE("the merged table depends only on the set of entries: every order, every split into runs") {
+  const Json base = shipped("sm_90.json");
+  const Json problem = problem_for(static_cast<int>(random_in(0, 100)));
+  // Every kind of entry for one problem: measured (two with one time: the config, then the text
+  // decides), unmeasured with a reason, an all-failed autotuner result; plus another problem's entry.
+  Json unmeasured = tuned_entry(problem);
+  unmeasured["measured"] = nullptr;
+  unmeasured["reason"] = "guess";
+  Json all_failed = unmeasured;
+  all_failed["reason"] = "every candidate failed; default kept";
+  all_failed["config"] = random_config();
+  std::vector<Json> entries = {measured_as(tuned_entry(problem), 50.5, "2026-11-30"),
+                               measured_as(tuned_entry(problem), 50.5, "2026-11-29"), unmeasured, all_failed,
+                               tuned_entry(problem_for(static_cast<int>(random_in(101, 200))))};
+  std::sort(entries.begin(), entries.end());
+  std::string expected;
+  int orders = 0;
+  do {
+    // All in one run, one entry per run, and the first half into a table that then takes the rest.
+    const Json one_run = merge_entries(base, {{"attention", entries}});
+    Json one_at_a_time = base;
+    for (const Json& e : entries) one_at_a_time = merge_entries(one_at_a_time, {{"attention", {e}}});
+    const Json first_half(std::vector<Json>(entries.begin(), entries.begin() + 2));
+    const Json second_half(std::vector<Json>(entries.begin() + 2, entries.end()));
+    const Json halves = merge_entries(merge_entries(base, {{"attention", first_half}}), {{"attention", second_half}});
+    if (expected.empty()) expected = canonical_table_text(one_run);
+    REQUIRE(canonical_table_text(one_run) == expected);
+    REQUIRE(canonical_table_text(one_at_a_time) == expected);
+    REQUIRE(canonical_table_text(halves) == expected);
+    ++orders;
+  } while (std::next_permutation(entries.begin(), entries.end()));
+  CHECK(orders == 120);
+  // The winner is a measured one with the lowest time, and it carries no reason.
+  const Json merged = Json::parse(expected)["kernels"]["attention"]["entries"];
+  for (const Json& entry : merged)
+    if (entry["problem"] == problem) {
+      CHECK(entry["measured"]["time_us"] == 50.5);
+      CHECK_FALSE(entry.contains("reason"));
+    }
 }
 
 TEST_CASE("merge rejects bad input naming where it is") {

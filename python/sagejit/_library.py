@@ -59,7 +59,9 @@ class Tensor(ctypes.Structure):
 
 
 class Options(ctypes.Structure):
+    # struct_size first (C ABI 1); start from library().sagejit_default_options(), which sets it.
     _fields_ = [
+        ("struct_size", ctypes.c_uint32),
         ("layout", ctypes.c_int32),
         ("causal", ctypes.c_int32),
         ("has_sm_scale", ctypes.c_int32),
@@ -87,7 +89,7 @@ def _candidates():
     builds = glob.glob(os.path.join(repo, "build*", "runtime", "libsagejit.so"))
     # The most recently built tree first.
     yield from sorted(builds, key=os.path.getmtime, reverse=True)
-    yield "libsagejit.so.0"
+    yield "libsagejit.so.1"
     yield "libsagejit.so"
 
 

@@ -4,8 +4,10 @@ import sys
 
 import pytest
 
-# Import the package from this source tree (python/sagejit) unless it is installed on purpose.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Import the package from this source tree (python/sagejit), unless SAGEJIT_TEST_INSTALLED=1 asks to
+# test the installed one (a wheel in a venv).
+if os.environ.get("SAGEJIT_TEST_INSTALLED") != "1":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 SEED_VARIABLE = "SAGEJIT_TEST_SEED"
 

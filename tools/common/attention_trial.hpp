@@ -13,8 +13,8 @@
 #include "plan/attention_plan.hpp"
 #include "dev/device_buffer.hpp"
 #include "common/shape.hpp"
-#include "dev/numerics/emulator.hpp"
-#include "dev/numerics/host_tensor.hpp"
+#include "numerics/emulator.hpp"
+#include "numerics/host_tensor.hpp"
 
 namespace sagejit::tools {
 

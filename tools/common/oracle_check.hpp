@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "dev/numerics/emulator.hpp"
-#include "dev/numerics/host_tensor.hpp"
+#include "numerics/emulator.hpp"
+#include "numerics/host_tensor.hpp"
 #include "dev/numerics/metrics.hpp"
 
 namespace sagejit::tools {

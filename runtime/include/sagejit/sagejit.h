@@ -2,7 +2,11 @@
  *
  * Every function returns a status; on failure sagejit_last_error() gives the message of the calling
  * thread's last failed call (it names the argument at fault and the accepted values). No exception
- * or signal crosses this boundary. Structs are plain C; sizes and strides are in elements. */
+ * or signal crosses this boundary. Structs are plain C; sizes and strides are in elements.
+ *
+ * Binary compatibility: SAGEJIT_ABI_VERSION (<sagejit/version.h>) is the ABI of these headers and the
+ * SONAME of the library (libsagejit.so.<ABI>); it changes only when a change breaks existing binaries.
+ * Options grow compatibly through sagejit_options.struct_size. */
 #ifndef SAGEJIT_H
 #define SAGEJIT_H
 
@@ -58,7 +62,14 @@ typedef struct sagejit_tensor {
   int64_t strides[4];
 } sagejit_tensor;
 
+/* Options of a call. The struct can grow: new fields are only ever appended, and struct_size (the
+ * first field) says how many bytes the caller's struct has. Start from sagejit_default_options(),
+ * which sets struct_size to the sizeof(sagejit_options) of the library. A library accepts every
+ * struct_size from SAGEJIT_OPTIONS_V1_SIZE up to its own sizeof(sagejit_options); fields past the
+ * caller's struct_size take their defaults. Any other struct_size (0, a truncated struct, a struct
+ * from newer headers than the library) is SAGEJIT_ERROR_INVALID_ARGUMENT naming options.struct_size. */
 typedef struct sagejit_options {
+  uint32_t struct_size; /* bytes of this struct as the caller declared it; see above (since ABI 1) */
   int32_t layout;       /* sagejit_layout */
   int32_t causal;       /* 0 | 1 */
   int32_t has_sm_scale; /* 0: sm_scale = 1/sqrt(head_dim) */
@@ -66,13 +77,20 @@ typedef struct sagejit_options {
   int32_t smooth_k;     /* 0 | 1 (default 1) */
   int32_t device;       /* -1: the device of q */
   float* lse;           /* fp32 [B, Hq, Nq] contiguous, or NULL */
+  /* Append new fields here (and a SAGEJIT_OPTIONS_V<n>_SIZE for them); never reorder or remove. */
 } sagejit_options;
 
-/* Defaults: HND, not causal, default scale, smooth_k on, device of q, no LSE. */
+/* The size of the first sagejit_options with struct_size (ABI 1): everything up to and including lse. */
+#define SAGEJIT_OPTIONS_V1_SIZE (offsetof(sagejit_options, lse) + sizeof(float*))
+
+/* Defaults: struct_size = sizeof(sagejit_options), HND, not causal, default scale, smooth_k on,
+ * device of q, no LSE. */
 SAGEJIT_C_API sagejit_options sagejit_default_options(void);
 
 /* out = attention(q, k, v) on `stream` (cudaStream_t / hipStream_t, NULL = default stream) with the
- * runtime's per-(device, stream) workspace. options may be NULL (defaults). */
+ * runtime's per-(device, stream) workspace. options may be NULL (defaults). Graph capture: after a
+ * warm-up call of the same or a larger size on `stream`, a captured call is launch-only; one that would
+ * grow the workspace during a capture is SAGEJIT_ERROR_UNSUPPORTED (docs/API.md, "Graph capture"). */
 SAGEJIT_C_API sagejit_status sagejit_attention(const sagejit_tensor* q, const sagejit_tensor* k,
                                                const sagejit_tensor* v, const sagejit_tensor* out,
                                                const sagejit_options* options, void* stream);
@@ -83,12 +101,31 @@ SAGEJIT_C_API sagejit_status sagejit_attention_with_workspace(const sagejit_tens
                                                               const sagejit_options* options, void* stream,
                                                               void* workspace, size_t workspace_bytes);
 
+/* CPU emulation of sagejit_attention (sagejit::emulate_attention): the emulator of the quantized
+ * algorithm (docs/NUMERICS.md) on HOST memory. q, k, v, out and options->lse (fp32 [B, Hq, Nq]
+ * contiguous, or NULL) are host pointers; each tensor's `device` and options->device are ignored.
+ * Shapes, strides and dtypes follow the rules of sagejit_attention. `target` names the GPU arch whose
+ * kernels' numerics are emulated ("gfx1201", "sm_90", ...; NULL = "gfx1201"): the tile configs (key
+ * tile, fp8 or fp16 PV) are chosen for it exactly as a call on that GPU would choose them. An unknown
+ * target is SAGEJIT_ERROR_INVALID_ARGUMENT naming `target` and the accepted archs. Needs no GPU. */
+SAGEJIT_C_API sagejit_status sagejit_emulate_attention(const sagejit_tensor* q, const sagejit_tensor* k,
+                                                       const sagejit_tensor* v, const sagejit_tensor* out,
+                                                       const sagejit_options* options, const char* target);
+
 /* *supported = 1 when the call is supported (nothing is launched); otherwise 0 and
  * sagejit_last_error() holds the reason. Returns SAGEJIT_SUCCESS unless an argument of this function
  * itself (supported == NULL) is bad. */
 SAGEJIT_C_API sagejit_status sagejit_supports(const sagejit_tensor* q, const sagejit_tensor* k,
                                               const sagejit_tensor* v, const sagejit_tensor* out,
                                               const sagejit_options* options, int* supported);
+
+/* sagejit_supports for the GPU arch `target` (NULL = "gfx1201") instead of q's device: validation and
+ * the plan a call on such a GPU would get; needs no GPU, reads no tensor data (host tensors, for
+ * sagejit_emulate_attention, are fine). Returns SAGEJIT_SUCCESS unless supported == NULL. */
+SAGEJIT_C_API sagejit_status sagejit_supports_target(const sagejit_tensor* q, const sagejit_tensor* k,
+                                                     const sagejit_tensor* v, const sagejit_tensor* out,
+                                                     const sagejit_options* options, const char* target,
+                                                     int* supported);
 
 /* *bytes = workspace bytes the call needs. */
 SAGEJIT_C_API sagejit_status sagejit_workspace_size(const sagejit_tensor* q, const sagejit_tensor* k,
@@ -99,7 +136,9 @@ SAGEJIT_C_API sagejit_status sagejit_workspace_size(const sagejit_tensor* q, con
  * sagejit_last_error() names the accepted head dims. (Python's patch_sdpa routes by it.) */
 SAGEJIT_C_API sagejit_status sagejit_check_head_dim(int64_t head_dim);
 
-/* Frees the runtime's own workspaces. */
+/* Frees the runtime's own workspaces, including those kept for captured graphs (which must not be
+ * launched afterwards); SAGEJIT_ERROR_UNSUPPORTED, freeing nothing, while one of their streams is
+ * being captured. */
 SAGEJIT_C_API sagejit_status sagejit_release_workspaces(void);
 
 /* Message of the calling thread's last failed call ("" when none); valid until its next call. */

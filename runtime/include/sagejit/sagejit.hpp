@@ -67,6 +67,9 @@ SAGEJIT_API std::size_t workspace_size(const TensorView& q, const TensorView& k,
 // out = softmax(q k^T * sm_scale) v, enqueued on `stream` (cudaStream_t / hipStream_t; nullptr: the
 // default stream). The workspace is the runtime's own, one per (device, stream), grown on demand and
 // reused: the steady state allocates nothing. Safe to call from many threads on different streams.
+// Graph capture: after a warm-up call of the same or a larger size on `stream`, a captured call is
+// launch-only; a call that would have to grow the workspace during a capture throws
+// Error(unsupported) and enqueues nothing (docs/API.md, "Graph capture").
 SAGEJIT_API void attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                            const AttentionOptions& options = {}, void* stream = nullptr);
 
@@ -75,8 +78,31 @@ SAGEJIT_API void attention(const TensorView& q, const TensorView& k, const Tenso
 SAGEJIT_API void attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                            const AttentionOptions& options, void* stream, Workspace workspace);
 
-// Frees the runtime's own workspaces (after waiting for the work of their streams). The next
-// attention() without a caller's workspace allocates again.
+// The same computation on the CPU: the emulator of the quantized algorithm (docs/NUMERICS.md) on HOST
+// memory. q, k, v, out and options.lse are host pointers; each TensorView's `device` and
+// options.device are ignored. `target` names the GPU arch whose kernels are emulated ("gfx1201",
+// "sm_90", ...; supported_archs() lists them): the plan for that target picks the tile configs (key
+// tile, fp8 or fp16 PV) exactly as attention() on such a GPU would, so the result is that GPU's
+// output up to accumulation order (bit for bit in the quantized values). The same validation as
+// attention(); an unknown target throws Error(invalid_argument) naming `target` and the accepted
+// archs. Runs on the calling thread and worker threads (one per core); needs no GPU.
+// The GPU arch emulated when none is named: sagejit's first target, the Radeon AI PRO R9700 / RX 9070.
+inline constexpr std::string_view default_emulated_target = "gfx1201";
+
+SAGEJIT_API void emulate_attention(const TensorView& q, const TensorView& k, const TensorView& v,
+                                   const TensorView& out, const AttentionOptions& options = {},
+                                   std::string_view target = default_emulated_target);
+
+// Whether a call is supported on `target` (validation and the plan of attention() for that GPU, no
+// device needed, nothing computed), and if not, why. Host or device pointers alike: none is read.
+SAGEJIT_API Support supports_target(const TensorView& q, const TensorView& k, const TensorView& v,
+                                    const TensorView& out, const AttentionOptions& options = {},
+                                    std::string_view target = default_emulated_target);
+
+// Frees the runtime's own workspaces (after waiting for the work of their streams), including the
+// buffers kept because a captured graph may use them: graphs that captured attention() calls must
+// not be launched afterwards. Throws Error(unsupported), freeing nothing, while one of their streams
+// is being captured. The next attention() without a caller's workspace allocates again.
 SAGEJIT_API void release_workspaces();
 
 // Bytes currently held by the runtime's own workspaces, over all devices and streams.

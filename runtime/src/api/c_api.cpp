@@ -4,6 +4,7 @@
 #include <new>
 #include <string>
 
+#include "api/sized_struct.hpp"
 #include "core/error.hpp"
 #include "sagejit/sagejit.h"
 #include "sagejit/sagejit.hpp"
@@ -61,7 +62,10 @@ TensorView to_view(const sagejit_tensor* tensor, const char* name) {
 }
 
 AttentionOptions to_options(const sagejit_options* options) {
-  const sagejit_options c = options != nullptr ? *options : sagejit_default_options();
+  const sagejit_options c =
+      options != nullptr
+          ? read_sized_struct(*options, SAGEJIT_OPTIONS_V1_SIZE, sagejit_default_options(), "options", "sagejit_default_options()")
+          : sagejit_default_options();
   AttentionOptions result;
   result.layout = static_cast<Layout>(c.layout);
   if (c.causal != 0 && c.causal != 1) fail(ErrorCode::invalid_argument, "options->causal {} is not 0 or 1", c.causal);
@@ -98,6 +102,7 @@ extern "C" {
 
 sagejit_options sagejit_default_options(void) {
   sagejit_options options{};
+  options.struct_size = sizeof(sagejit_options);
   options.layout = SAGEJIT_LAYOUT_HND;
   options.causal = 0;
   options.has_sm_scale = 0;
@@ -124,6 +129,37 @@ sagejit_status sagejit_attention_with_workspace(const sagejit_tensor* q, const s
     const CallArguments call(q, k, v, out, options);
     attention(call.q, call.k, call.v, call.out, call.options, stream, Workspace{workspace, workspace_bytes});
   });
+}
+
+sagejit_status sagejit_emulate_attention(const sagejit_tensor* q, const sagejit_tensor* k, const sagejit_tensor* v,
+                                         const sagejit_tensor* out, const sagejit_options* options, const char* target) {
+  return guarded([&] {
+    const CallArguments call(q, k, v, out, options);
+    emulate_attention(call.q, call.k, call.v, call.out, call.options,
+                      target != nullptr ? std::string_view(target) : default_emulated_target);
+  });
+}
+
+sagejit_status sagejit_supports_target(const sagejit_tensor* q, const sagejit_tensor* k, const sagejit_tensor* v,
+                                       const sagejit_tensor* out, const sagejit_options* options, const char* target,
+                                       int* supported) {
+  if (supported == nullptr) {
+    last_error_message = "sagejit_supports_target: supported is NULL; pass a pointer to an int";
+    return SAGEJIT_ERROR_INVALID_ARGUMENT;
+  }
+  *supported = 0;
+  const sagejit_status status = guarded([&] {
+    const CallArguments call(q, k, v, out, options);
+    const Support support = supports_target(call.q, call.k, call.v, call.out, call.options,
+                                            target != nullptr ? std::string_view(target) : default_emulated_target);
+    if (!support.ok) fail(ErrorCode::unsupported, "{}", support.reason);
+  });
+  if (status == SAGEJIT_SUCCESS) {
+    *supported = 1;
+    return SAGEJIT_SUCCESS;
+  }
+  // As sagejit_supports: the reason stays in sagejit_last_error().
+  return status == SAGEJIT_ERROR_INTERNAL ? status : SAGEJIT_SUCCESS;
 }
 
 sagejit_status sagejit_supports(const sagejit_tensor* q, const sagejit_tensor* k, const sagejit_tensor* v,

@@ -54,17 +54,6 @@ AttentionCall attention_call_for(const numerics::HostTensor& q, const numerics::
   return call;
 }
 
-numerics::EmulatorOptions emulator_options_for(const AttentionPlan& plan, const AttentionCall& call) {
-  numerics::EmulatorOptions options;
-  options.causal = plan.spec.causal;
-  options.smooth_k = plan.smooth_k;
-  options.return_lse = plan.spec.write_lse;
-  options.sm_scale = call.sm_scale;
-  options.block_n = plan.attention_config.at("block_n");
-  options.pv_fp16 = plan.spec.v.pv_fp16;
-  return options;
-}
-
 numerics::KeySlotMap v_key_slots(const AttentionPlan& plan) {
   if (plan.spec.v.order == VOrder::sm80_fp8_permuted) return [](int key) { return sj_sm80_v_slot_of_key(key); };
   return {};

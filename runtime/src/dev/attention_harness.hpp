@@ -1,15 +1,17 @@
 #pragma once
 // The attention harness shared by the GPU tests, the tools (selftest, autotune) and the benchmarks:
-// the runtime call for host tensors and their device copies, the emulator options that reproduce a
-// plan, the plan's V key order, and the prepare stage's workspace read back in the emulator's form.
+// the runtime call for host tensors and their device copies, the plan's V key order, and the prepare
+// stage's workspace read back in the emulator's form (the emulator options of a plan are
+// plan/emulator_options.hpp).
 // Everything here follows the plan (plan/attention_plan.hpp); nothing re-derives a rule of it.
 #include <cstddef>
 #include <span>
 
-#include "dev/numerics/emulator.hpp"
-#include "dev/numerics/host_tensor.hpp"
 #include "dev/numerics/workspace_compare.hpp"
+#include "numerics/emulator.hpp"
+#include "numerics/host_tensor.hpp"
 #include "plan/attention_plan.hpp"
+#include "plan/emulator_options.hpp"  // emulator_options_for, for every user of the harness
 
 namespace sagejit {
 
@@ -27,9 +29,6 @@ struct DevicePointers {
 AttentionCall attention_call_for(const numerics::HostTensor& q, const numerics::HostTensor& k,
                                  const numerics::HostTensor& v, const numerics::HostTensor& out, const DevicePointers& device, bool causal,
                                  bool smooth_k);
-
-// The emulator options that predict what `plan` computes for `call` (its key tile and V format).
-numerics::EmulatorOptions emulator_options_for(const AttentionPlan& plan, const AttentionCall& call);
 
 // The key order of V in the workspace: the plan's attention kernel's (VInput::order).
 numerics::KeySlotMap v_key_slots(const AttentionPlan& plan);

@@ -11,7 +11,9 @@ namespace sagejit {
 // `table` (a schema-1 table with "kernels"). Entries with an identical problem collapse into one: the
 // winner is the measured one, then the lower time_us, then the smaller config (compared
 // parameter by parameter in name order, numerically); the candidates of
-// both are kept (distinct ones, sorted). Entries are sorted by problem. The result is validated.
+// both are kept (distinct ones, sorted); remaining ties go to the entry's full text, so the result
+// depends only on the set of entries: not on their order, nor on how they are split across merges
+// (tests/test_tuning_merge.cpp checks every order). Entries are sorted by problem. The result is validated.
 // Throws Error(config_error) naming "merge: table" / "merge: new entries" and the JSON pointer.
 nlohmann::json merge_entries(const nlohmann::json& table, const nlohmann::json& new_entries);
 

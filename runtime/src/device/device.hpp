@@ -70,6 +70,10 @@ class Device {
   virtual void copy_to_host(int ordinal, void* dst, const void* src, std::size_t bytes) = 0;
   virtual void memset(int ordinal, void* dst, int value, std::size_t bytes, Stream stream) = 0;
   virtual void synchronize(int ordinal, Stream stream) = 0;
+  // Whether `stream` is being captured into a graph (cuStreamIsCapturing / hipStreamIsCapturing):
+  // then work may only be enqueued, never allocated, freed or waited for. Throws Error(device_error)
+  // when the runtime cannot tell (e.g. the legacy stream while another stream captures globally).
+  virtual bool stream_is_capturing(int ordinal, Stream stream) = 0;
   // Device-event timing: returns milliseconds between two recorded events.
   virtual void* create_event(int ordinal) = 0;
   virtual void destroy_event(int ordinal, void* event) noexcept = 0;

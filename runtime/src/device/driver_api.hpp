@@ -40,6 +40,8 @@ inline constexpr Result kSuccess = 0;  // CUDA_SUCCESS / hipSuccess
   X(mem_alloc, "cuMemAlloc_v2", "hipMalloc", Result(DevicePointer* pointer, std::size_t bytes))                    \
   X(mem_free, "cuMemFree_v2", "hipFree", Result(DevicePointer pointer))                                            \
   X(stream_synchronize, "cuStreamSynchronize", "hipStreamSynchronize", Result(Stream stream))                      \
+  /* status: CUstreamCaptureStatus / hipStreamCaptureStatus (0 none, 1 active, 2 invalidated) */                   \
+  X(stream_is_capturing, "cuStreamIsCapturing", "hipStreamIsCapturing", Result(Stream stream, int* status))       \
   X(event_destroy, "cuEventDestroy_v2", "hipEventDestroy", Result(Event event))                                    \
   X(event_record, "cuEventRecord", "hipEventRecord", Result(Event event, Stream stream))                            \
   X(event_synchronize, "cuEventSynchronize", "hipEventSynchronize", Result(Event event))                           \

@@ -142,6 +142,13 @@ class DriverDevice final : public Device {
     check(api_.stream_synchronize(stream), names_.stream_synchronize);
   }
 
+  bool stream_is_capturing(int ordinal, Stream stream) override {
+    const Scope scope(*this, ordinal);
+    int status = 0;
+    check(api_.stream_is_capturing(stream, &status), names_.stream_is_capturing);
+    return status != 0;  // active, or invalidated: still inside a capture sequence either way
+  }
+
   void* create_event(int ordinal) override {
     const Scope scope(*this, ordinal);
     return vendor_->create_event();

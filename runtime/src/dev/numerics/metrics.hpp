@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "dev/numerics/host_tensor.hpp"
+#include "numerics/host_tensor.hpp"
 
 namespace sagejit::numerics {
 

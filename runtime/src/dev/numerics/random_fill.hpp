@@ -3,7 +3,7 @@
 // per-channel offsets, rows of equal values). Values are rounded to the tensor's dtype (RNE).
 #include <random>
 
-#include "dev/numerics/host_tensor.hpp"
+#include "numerics/host_tensor.hpp"
 
 namespace sagejit::numerics {
 

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "dev/numerics/emulator.hpp"
-#include "dev/numerics/parallel.hpp"
+#include "numerics/emulator.hpp"
+#include "numerics/parallel.hpp"
 
 namespace sagejit::numerics {
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "dev/numerics/host_tensor.hpp"
+#include "numerics/host_tensor.hpp"
 #include "sagejit/types.hpp"
 
 namespace sagejit::numerics {

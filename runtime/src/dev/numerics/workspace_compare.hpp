@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "dev/numerics/emulator.hpp"
+#include "numerics/emulator.hpp"
 
 namespace sagejit::numerics {
 

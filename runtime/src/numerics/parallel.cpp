@@ -1,4 +1,4 @@
-#include "dev/numerics/parallel.hpp"
+#include "numerics/parallel.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,7 +1,7 @@
-#include "dev/numerics/host_tensor.hpp"
+#include "numerics/host_tensor.hpp"
 
 #include "core/error.hpp"
-#include "dev/numerics/conversions.hpp"
+#include "numerics/conversions.hpp"
 
 namespace sagejit::numerics {
 

@@ -6,8 +6,8 @@
 #include "common/e4m3.h"
 #include "common/online_softmax.h"
 #include "core/error.hpp"
-#include "dev/numerics/emulator.hpp"
-#include "dev/numerics/parallel.hpp"
+#include "numerics/emulator.hpp"
+#include "numerics/parallel.hpp"
 
 namespace sagejit::numerics {
 

@@ -5,8 +5,8 @@
 
 #include "common/quant.h"
 #include "core/error.hpp"
-#include "dev/numerics/emulator.hpp"
-#include "dev/numerics/parallel.hpp"
+#include "numerics/emulator.hpp"
+#include "numerics/parallel.hpp"
 
 namespace sagejit::numerics {
 

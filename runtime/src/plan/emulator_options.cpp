@@ -1,0 +1,16 @@
+#include "plan/emulator_options.hpp"
+
+namespace sagejit {
+
+numerics::EmulatorOptions emulator_options_for(const AttentionPlan& plan, const AttentionCall& call) {
+  numerics::EmulatorOptions options;
+  options.causal = plan.spec.causal;
+  options.smooth_k = plan.smooth_k;
+  options.return_lse = plan.spec.write_lse;
+  options.sm_scale = call.sm_scale;
+  options.block_n = plan.attention_config.at("block_n");
+  options.pv_fp16 = plan.spec.v.pv_fp16;
+  return options;
+}
+
+}  // namespace sagejit
