@@ -87,7 +87,7 @@ def _free_port():
 def test_context_parallel_two_gpus(seed, tmp_path):
     pytest.importorskip("diffusers")
     report = tmp_path / "cp.json"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ)  # the script finds sagejit as the tests do
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
                str(_free_port()), os.path.join(HERE, "run_context_parallel.py"), "--size", "bench", "--seed",
                str(seed), "--iterations", "5", "--json", str(report)]
