@@ -195,3 +195,11 @@ def test_backend_traces_with_fullgraph_compile(seed):
     assert torch.equal(routed, eager_routed) and torch.equal(masked, eager_masked)
     assert torch.equal(masked, _native(q, k, v, attn_mask=mask))
     assert sj_diffusers.counters() == {"routed": 3, "fallback": 3, "fallback_reasons": {"attn_mask": 3}}
+
+
+def test_compiled_refusal_raises_not_wrong(seed):
+    """Under torch.compile a refusal sagejit makes itself cannot fall back: it must raise, never return."""
+    q, k, v = _qkv(seed, dtype=torch.float32)
+    compiled = torch.compile(lambda q, k, v: dispatch_attention_fn(q, k, v, backend="sagejit"), backend="aot_eager")
+    with pytest.raises(sagejit.UnsupportedCall, match="dtype"):
+        compiled(q, k, v)

@@ -9,7 +9,8 @@ emulator, far too slow for a model; tests turn it on), and any other sagejit err
 GPU, a failed compile) falls back too, with one warning per message so it is seen.
 
 Under torch.compile(fullgraph=True) the routing traces (the counters' updates are replayed per call) as
-long as no sagejit exception is raised while tracing: masks and dropout are decided without one.
+long as no sagejit exception is raised while tracing: masks and dropout are decided without one. A refusal
+sagejit makes itself (dtype, head dim) cannot be caught in a compiled graph: it raises UnsupportedCall.
 """
 import re
 import threading
