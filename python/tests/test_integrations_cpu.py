@@ -4,6 +4,7 @@ attention convention (heads, skip_reshape, skip_output_reshape, masks, enable_gq
 sageattention stand-in. References are float64 attention; sagejit's results are held to the numerics
 contract's cosine (INT8 QK^T, FP8 PV), fallbacks to exact equality with the framework's own attention."""
 import math
+import sys
 
 import pytest
 
@@ -205,3 +206,19 @@ def test_sageattention_standin_scale_keyword(seed):
         sj_sageattention.sageattn(q, k, v, sm_scale=0.1, scale=0.05)
     with pytest.raises(TypeError, match="unexpected keyword"):
         sj_sageattention.sageattn(q, k, v, no_such_keyword=1)
+
+
+def test_sageattention_shim_is_what_comfyui_imports(monkeypatch):
+    import importlib
+    import inspect
+    import os
+
+    shim = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "integrations", "sageattention_shim")
+    monkeypatch.syspath_prepend(shim)
+    monkeypatch.delitem(sys.modules, "sageattention", raising=False)
+    module = importlib.import_module("sageattention")
+    assert os.path.dirname(os.path.dirname(module.__file__)) == shim
+    assert module.sageattn is sj_sageattention.sageattn
+    # ComfyUI passes masks to sageattn only when its signature names attn_mask (SAGE_ATTENTION_SUPPORTS_MASK)
+    assert "attn_mask" in inspect.signature(module.sageattn).parameters
