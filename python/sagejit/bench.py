@@ -2,7 +2,7 @@
 models run, with accuracy against fp64 and a JSON report to paste into an issue.
 
     python -m sagejit.bench                     # full run (a few minutes), writes sagejit-bench-report.json
-    python -m sagejit.bench --quick             # fewer repeats, no full selftest
+    python -m sagejit.bench --quick             # fewer timed calls
     python -m sagejit.bench --json report.json --shapes flux-4608 causal-4k
 
 The report holds: the device, driver, CUDA/ROCm runtime, hipRTC/NVRTC (from sagejit-info), torch, the
@@ -172,11 +172,12 @@ def environment(torch, device):
     return info
 
 
-def selftest(torch, device, quick):
-    """The selftest verdict: the sagejit-selftest program (--quick when quick), else a Python check."""
+def selftest(torch, device, full):
+    """The selftest verdict: the sagejit-selftest program (--quick: one problem per feature, about a minute;
+    the whole matrix when full), else a Python check."""
     program = find_program("selftest")
     if program:
-        command = [program, "--no-timing", "--device", str(device.index or 0)] + (["--quick"] if quick else [])
+        command = [program, "--no-timing", "--device", str(device.index or 0)] + ([] if full else ["--quick"])
         code, out, err = _run(command, 1800, _program_environment())
         verdict = next((line for line in reversed(out.splitlines()) if line.startswith("verdict:")), None)
         return {"program": program, "command": " ".join(command), "exit_code": code,
@@ -362,7 +363,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m sagejit.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--json", default="sagejit-bench-report.json", help="report file (default: %(default)s)")
     parser.add_argument("--shapes", nargs="+", choices=[s.name for s in SHAPES], help="default: all")
-    parser.add_argument("--quick", action="store_true", help="fewer repeats; sagejit-selftest --quick")
+    parser.add_argument("--quick", action="store_true", help="fewer timed calls")
+    parser.add_argument("--full-selftest", action="store_true", help="sagejit-selftest's whole matrix (default --quick)")
     parser.add_argument("--no-selftest", action="store_true", help="skip the selftest")
     parser.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
     parser.add_argument("--device", type=int, default=0)
@@ -391,7 +393,7 @@ def main(argv=None):
           f"driver {report['environment']['device']['driver']}", file=sys.stderr)
     if not args.no_selftest:
         print("selftest ...", file=sys.stderr)
-        report["selftest"] = selftest(torch, device, args.quick)
+        report["selftest"] = selftest(torch, device, args.full_selftest)
         print(f"selftest: {report['selftest']['verdict']}", file=sys.stderr)
     report["chosen_configs"] = chosen_configs(shapes)
     progress = Progress(len(shapes) * (1 + len(_SDPA_BACKENDS)))
