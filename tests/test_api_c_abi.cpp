@@ -184,6 +184,8 @@ TEST_CASE("C ABI: sagejit_check_head_dim follows the plan's head-dim rule") {
   CHECK(sagejit_check_head_dim(64) == SAGEJIT_SUCCESS);
   CHECK(sagejit_check_head_dim(256) == SAGEJIT_ERROR_UNSUPPORTED);
   CHECK(contains(sagejit_last_error(), "head_dim 256"));
+}
+
 namespace {
 
 // sagejit_options as the first ABI-1 headers declared it, restated by hand: what a binary built

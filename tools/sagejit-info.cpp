@@ -17,6 +17,7 @@
 #include "dev/cache_admin.hpp"
 #include "device/device.hpp"
 #include "kernels/registry.hpp"
+#include "platform/runtime_discovery.hpp"
 #include "sagejit/sagejit.hpp"
 
 using namespace sagejit;
@@ -35,6 +36,30 @@ void print_build() {
   fmt::print("embedded: {} kernel source files, {} tuning tables; configure-time AMDGPU clang: {}\n",
              report.embedded_kernel_files, report.embedded_config_files,
              report.default_clang.empty() ? "none" : report.default_clang);
+}
+
+// Which HIP runtime, hipRTC and NVRTC this process chose and by which rule (platform/runtime_discovery);
+// the CUDA driver is the system's and appears with the devices.
+void print_runtime_libraries(bool verbose) {
+  section("GPU runtime libraries");
+  const std::vector<std::string> handed_over = handed_over_library_dirs();
+  const auto listed = env::get("SAGEJIT_LIBRARY_DIRS");
+  fmt::print("search order: (a) already loaded, (b) SAGEJIT_<LIB>_LIBRARY, (c) SAGEJIT_LIBRARY_DIRS{}, "
+             "(d) ROCM_PATH|CUDA_HOME then /opt/rocm-*|/usr/local/cuda-* newest first, (e) sonames newest first; "
+             "hipRTC from the HIP runtime's ROCm\n",
+             handed_over.empty() ? "" : " and the host's directories");
+  if (listed) fmt::print("SAGEJIT_LIBRARY_DIRS: {}\n", *listed);
+  if (!handed_over.empty()) fmt::print("handed over by the host: {}\n", fmt::join(handed_over, ":"));
+  SummaryTable table({{"library"}, {"state"}, {"chosen by"}, {"file"}});
+  for (RuntimeLibrary which : {RuntimeLibrary::hip_runtime, RuntimeLibrary::hiprtc, RuntimeLibrary::nvrtc}) {
+    const DiscoveredLibrary& chosen = process_runtime_library(which);
+    if (chosen.library)
+      table.add_row({std::string(to_string(which)), "found", chosen.rule_text(), chosen.library->path()});
+    else
+      table.add_row({std::string(to_string(which)), chosen.refused ? "refused" : "not found", "-",
+                     verbose ? chosen.error : first_line(chosen.error)});
+  }
+  table.print();
 }
 
 // Returns the number of GPUs found.
@@ -158,6 +183,7 @@ int main(int argc, char** argv) {
   app.add_flag("--verbose,-v", verbose, "Show the full reason when a runtime or compiler is not available");
   return run_tool(app, argc, argv, [&] {
     print_build();
+    print_runtime_libraries(verbose);
     print_runtimes_and_devices(verbose);
     print_compilers(verbose);
     print_caches();

@@ -9,6 +9,8 @@ import glob
 import os
 import threading
 
+from . import _runtime_dirs
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 SUCCESS = 0
@@ -123,6 +125,8 @@ def _declare(lib):
     lib.sagejit_status_string.restype = ctypes.c_char_p
     lib.sagejit_version.argtypes = []
     lib.sagejit_version.restype = ctypes.c_char_p
+    lib.sagejit_set_library_search_dirs.argtypes = [ctypes.c_char_p]
+    lib.sagejit_set_library_search_dirs.restype = ctypes.c_int
     return lib
 
 
@@ -150,6 +154,7 @@ def library():
             if _lib is None:
                 raise SagejitError(3, "libsagejit could not be loaded; set SAGEJIT_LIBRARY to its path. Tried: "
                                    + "; ".join(tried))
+            _runtime_dirs.hand_over(_lib)  # before any call chooses the GPU runtime libraries
         return _lib
 
 

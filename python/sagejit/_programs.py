@@ -40,12 +40,10 @@ def find_program(command):
 
 def _environment():
     """The environment a program gets: ours, plus the GPU-runtime directories this Python process knows
-    (torch's, ROCm's and pip's NVRTC; see _runtime_dirs) when that module is present."""
-    try:
-        from . import _runtime_dirs
-    except ImportError:
-        return None
-    return _runtime_dirs.environment_for_programs()
+    (torch's, ROCm's and pip's NVRTC) in SAGEJIT_LIBRARY_DIRS (see _runtime_dirs)."""
+    from . import _runtime_dirs
+
+    return _runtime_dirs.tool_environment()
 
 
 def run(command, args):

@@ -147,6 +147,11 @@ SAGEJIT_C_API const char* sagejit_last_error(void);
 /* Name of a status code ("invalid argument", ...). */
 SAGEJIT_C_API const char* sagejit_status_string(sagejit_status status);
 
+/* Directories (':'-separated) to search for the GPU runtime libraries (HIP runtime, hipRTC, NVRTC)
+ * before the toolkit roots; see set_library_search_dirs in sagejit.hpp. Call it before the first
+ * attention call: afterwards the libraries are chosen and it returns SAGEJIT_ERROR_UNSUPPORTED. */
+SAGEJIT_C_API sagejit_status sagejit_set_library_search_dirs(const char* directories);
+
 /* "0.1.0": the library loaded at run time (SAGEJIT_VERSION_STRING is the headers'). */
 SAGEJIT_C_API const char* sagejit_version(void);
 

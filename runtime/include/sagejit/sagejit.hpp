@@ -115,6 +115,13 @@ SAGEJIT_API Support supports_head_dim(std::int64_t head_dim);
 // Archs that have attention kernels and tuning tables ("gfx1200", "gfx1201", "sm_89", "sm_90").
 SAGEJIT_API std::vector<std::string> supported_archs();
 
+// Directories to search for the GPU runtime libraries (HIP runtime, hipRTC, NVRTC) before the toolkit
+// roots: a host that bundles them (the Python package hands over torch's lib/, the rocm_sdk core lib/,
+// pip's NVRTC dirs) says where. Call it before the first attention, compile or device query: the
+// libraries are chosen once per process, and a later call throws Error(unsupported). The whole order
+// is docs/RUNTIME_DISCOVERY.md; SAGEJIT_LIBRARY_DIRS does the same for processes started with it.
+SAGEJIT_API void set_library_search_dirs(const std::vector<std::string>& directories);
+
 // "0.1.0": the library loaded at run time (SAGEJIT_VERSION_STRING, <sagejit/version.h>, is the headers').
 SAGEJIT_API std::string_view version() noexcept;
 

@@ -6,6 +6,7 @@
 
 #include "api/sized_struct.hpp"
 #include "core/error.hpp"
+#include "platform/runtime_discovery.hpp"
 #include "sagejit/sagejit.h"
 #include "sagejit/sagejit.hpp"
 
@@ -193,6 +194,15 @@ sagejit_status sagejit_workspace_size(const sagejit_tensor* q, const sagejit_ten
 
 sagejit_status sagejit_release_workspaces(void) {
   return guarded([] { release_workspaces(); });
+}
+
+sagejit_status sagejit_set_library_search_dirs(const char* directories) {
+  return guarded([&] {
+    if (directories == nullptr)
+      fail(ErrorCode::invalid_argument, "sagejit_set_library_search_dirs: directories is NULL; pass a ':'-separated "
+                                        "list (\"\" for none)");
+    set_library_search_dirs(split_search_path(directories));
+  });
 }
 
 const char* sagejit_last_error(void) { return last_error_message.c_str(); }

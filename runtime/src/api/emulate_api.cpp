@@ -36,8 +36,6 @@ TensorView on_host(TensorView view) {
   return view;
 }
 
-}  // namespace
-
 // The call validated and planned for `target`, as attention() on that GPU would (nothing is computed).
 struct TargetCall {
   AttentionProblem problem;

@@ -160,7 +160,7 @@ void check_rtc_call(const RtcVendor& vendor, const Functions& api, Result result
 
 LoadedLibrary<Compiler> load_rtc_compiler(const RtcVendor& vendor) {
   auto loaded = load_library<RtcCompiler>(
-      vendor.library_candidates(), vendor.required_symbol, vendor.library_what,
+      open_runtime_library(vendor.library),
       [&vendor](const DynamicLibrary& library) { return RtcCompiler::Binding{&vendor, resolve_functions(library, vendor)}; });
   return {std::move(loaded.loaded), std::move(loaded.error)};
 }

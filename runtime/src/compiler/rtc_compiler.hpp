@@ -12,6 +12,7 @@
 #include "core/target.hpp"
 #include "platform/dynlib.hpp"
 #include "platform/library_loader.hpp"
+#include "platform/runtime_discovery.hpp"
 
 namespace sagejit {
 
@@ -40,9 +41,7 @@ struct RtcVendor {
   std::string_view code_noun;    // "cubin": what an empty result is called in the error
   std::string_view source_extension;  // ".cu": the file name the compiler (and its log) sees
   std::string_view log_alias;    // another name the log may use for the source (comgr's), or empty
-  std::string_view library_what;  // "the NVRTC library", for the load error
-  const char* required_symbol;   // a candidate library without it is skipped (libamdhip64 without hipRTC)
-  std::vector<std::string> (*library_candidates)();
+  RuntimeLibrary library;        // which library: chosen by platform/runtime_discovery's rule
   RtcVersion (*read_version)(const DynamicLibrary& library, const rtc_api::Functions& api);
   std::vector<std::string> (*base_options)(const std::string& target);  // target already checked
   std::vector<std::string> option_env_vars;  // read by the library itself; they change the code
@@ -54,8 +53,7 @@ struct RtcVendor {
 void check_rtc_call(const RtcVendor& vendor, const rtc_api::Functions& api, rtc_api::Result result,
                     std::string_view call);
 
-// Opens the first of vendor.library_candidates() and builds its compiler; a failure is kept with
-// its reason (see platform/library_loader.hpp).
+// Opens this process's vendor.library and builds its compiler; a failure is kept with its reason (see platform/library_loader.hpp).
 LoadedLibrary<Compiler> load_rtc_compiler(const RtcVendor& vendor);
 
 }  // namespace sagejit

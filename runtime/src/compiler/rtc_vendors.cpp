@@ -8,17 +8,11 @@
 #include <fmt/format.h>
 
 #include "compiler/rtc_compiler.hpp"
-#include "platform/toolkit_dirs.hpp"
 
 namespace sagejit {
 namespace {
 
 // ---- NVRTC ----
-
-std::vector<std::string> nvrtc_candidates() {
-  // The CUDA toolkit is usually not on the dynamic linker's path; look where it is installed.
-  return library_candidates({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}, cuda_toolkit_library_dirs());
-}
 
 const RtcVendor& nvrtc_vendor();
 
@@ -42,19 +36,12 @@ const RtcVendor& nvrtc_vendor() {
   static const RtcVendor vendor{
       .kind = CompilerKind::nvrtc, .target_vendor = Vendor::nvidia, .name = "nvrtc", .display = "NVRTC",
       .prefix = "nvrtc", .code_getter = "CUBIN", .code_noun = "cubin", .source_extension = ".cu", .log_alias = "",
-      .library_what = "the NVRTC library", .required_symbol = "nvrtcGetCUBIN", .library_candidates = nvrtc_candidates,
-      .read_version = nvrtc_version, .base_options = nvrtc_base_options, .option_env_vars = {},
+      .library = RuntimeLibrary::nvrtc, .read_version = nvrtc_version, .base_options = nvrtc_base_options, .option_env_vars = {},
       .family_floor = std::nullopt, .serial_below_major = 0};
   return vendor;
 }
 
 // ---- hipRTC ----
-
-std::vector<std::string> hiprtc_candidates() {
-  // ROCm >= 6: hipRTC is its own library. ROCm 5 (e.g. Debian 12): its symbols are in libamdhip64.
-  return library_candidates({"libhiprtc.so.7", "libhiprtc.so.6", "libhiprtc.so", "libamdhip64.so.5", "libamdhip64.so"},
-                            rocm_library_dirs());
-}
 
 // "libhiprtc.so.6.4.60401" -> "6.4.60401"; empty when the file name carries no version.
 std::string soname_version(const std::string& path) {
@@ -103,8 +90,8 @@ const RtcVendor& hiprtc_vendor() {
   static const RtcVendor vendor{
       .kind = CompilerKind::hiprtc, .target_vendor = Vendor::amd, .name = "hiprtc", .display = "hipRTC",
       .prefix = "hiprtc", .code_getter = "Code", .code_noun = "code object", .source_extension = ".hip",
-      .log_alias = "CompileSource", .library_what = "the hipRTC library", .required_symbol = "hiprtcCreateProgram",
-      .library_candidates = hiprtc_candidates, .read_version = hiprtc_version, .base_options = hiprtc_base_options,
+      .log_alias = "CompileSource", .library = RuntimeLibrary::hiprtc, .read_version = hiprtc_version,
+      .base_options = hiprtc_base_options,
       .option_env_vars = {"HIPRTC_COMPILE_OPTIONS_APPEND"}, .family_floor = RtcFamilyFloor{"gfx12", 6, 4, "ROCm"},
       .serial_below_major = 6};
   return vendor;

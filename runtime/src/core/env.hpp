@@ -31,8 +31,12 @@ inline constexpr std::array variables{
     Variable{"SAGEJIT_RECORD_MISSES", "append tuning-table misses to this file for the autotuner"},
     Variable{"HIPRTC_COMPILE_OPTIONS_APPEND", "read by hipRTC itself; changes code, so it is part of the cache key"},
     Variable{"CCC_OVERRIDE_OPTIONS", "read by the clang driver itself; changes code, so it is part of the clang cache key"},
-    Variable{"CUDA_HOME", "CUDA toolkit root; $CUDA_HOME/lib64 is searched for libnvrtc (after the linker path)"},
-    Variable{"ROCM_PATH", "ROCm root; $ROCM_PATH/lib is searched for libamdhip64/libhiprtc (then /opt/rocm/lib)"},
+    Variable{"SAGEJIT_HIP_LIBRARY", "the HIP runtime file to load (libamdhip64), unless one is already loaded in the process"},
+    Variable{"SAGEJIT_HIPRTC_LIBRARY", "the hipRTC file to load; must be of the HIP runtime's ROCm (same directory)"},
+    Variable{"SAGEJIT_NVRTC_LIBRARY", "the NVRTC file to load (libnvrtc), unless one is already loaded in the process"},
+    Variable{"SAGEJIT_LIBRARY_DIRS", "':'-separated dirs searched for HIP/hipRTC/NVRTC before ROCM_PATH/CUDA_HOME (the Python package sets it for the tools it starts)"},
+    Variable{"ROCM_PATH", "ROCm root: $ROCM_PATH/lib is searched for libamdhip64/libhiprtc, before /opt/rocm-<version> (newest first) and /opt/rocm"},
+    Variable{"CUDA_HOME", "CUDA toolkit root: $CUDA_HOME/lib64 is searched for libnvrtc, before /usr/local/cuda-<version> (newest first) and /usr/local/cuda"},
     Variable{"TMPDIR", "where the clang compiler's private (0700) temporary directories are made (default /tmp)"},
 };
 

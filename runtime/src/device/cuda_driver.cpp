@@ -143,7 +143,7 @@ Device& cuda_device() {
   // Loaded once; a failure is remembered so every call reports the same, complete reason. libcuda
   // ships with the driver, not the toolkit: the .so.1 soname is the stable one.
   static const auto* outcome = new LoadedLibrary<Device>(load_driver_device(  // never destroyed: see primary_context
-      {{"libcuda.so.1", "libcuda.so"}, "cuInit", "the CUDA driver library",
+      {[] { return open_first_candidate({"libcuda.so.1", "libcuda.so"}, "cuInit", "the CUDA driver library"); },
        [](const DynamicLibrary& library) -> std::shared_ptr<DriverVendor> { return std::make_shared<CudaDriver>(library); }}));
   return outcome->get();
 }

@@ -256,7 +256,7 @@ void* DriverModule::function(const std::string& name) {
 }  // namespace
 
 LoadedLibrary<Device> load_driver_device(const DriverLibrary& library) {
-  auto loaded = load_library<DriverDevice>(library.candidates, library.required_symbol, library.what, library.make_vendor);
+  auto loaded = load_library<DriverDevice>(library.open(), library.make_vendor);
   return {std::move(loaded.loaded), std::move(loaded.error)};
 }
 

@@ -81,15 +81,13 @@ class DriverVendor {
   DriverAttributes attributes_;
 };
 
-// One vendor's library: where to look and how to wrap it once loaded.
+// One vendor's library: how to open it and how to wrap it once loaded.
 struct DriverLibrary {
-  std::vector<std::string> candidates;
-  const char* required_symbol;  // a candidate without it is skipped
-  std::string_view what;        // "the CUDA driver library", for the load error
+  OpenedLibrary (*open)();  // the library, or why there is none
   std::shared_ptr<DriverVendor> (*make_vendor)(const DynamicLibrary& library);  // throws Error naming a missing symbol
 };
 
-// Loads the library and builds the Device over it (driver_device.cpp); a failure is kept with its
+// Opens the library and builds the Device over it (driver_device.cpp); a failure is kept with its
 // reason (see platform/library_loader.hpp).
 LoadedLibrary<Device> load_driver_device(const DriverLibrary& library);
 

@@ -11,7 +11,7 @@
 #include "core/log.hpp"
 #include "device/driver_vendor.hpp"
 #include "device/hip_api.hpp"
-#include "platform/toolkit_dirs.hpp"
+#include "platform/runtime_discovery.hpp"
 
 namespace sagejit {
 namespace {
@@ -125,19 +125,14 @@ class HipRuntime final : public DriverVendor {
   hip_api::Functions hip_;
 };
 
-std::vector<std::string> hip_candidates() {
-  // ROCm installs under /opt/rocm (or $ROCM_PATH) without registering with the dynamic linker.
-  return library_candidates({"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"},
-                            rocm_library_dirs());
-}
-
 }  // namespace
 
 Device& hip_device() {
   // Loaded once; a failure is remembered so every call reports the same, complete reason. Never
   // destroyed: unloading the HIP runtime during static destruction races its own teardown.
+  // Which HIP runtime is platform/runtime_discovery's rule: one per process, the one already loaded first.
   static const auto* outcome = new LoadedLibrary<Device>(load_driver_device(
-      {hip_candidates(), "hipInit", "the HIP runtime library",
+      {[] { return open_runtime_library(RuntimeLibrary::hip_runtime); },
        [](const DynamicLibrary& library) -> std::shared_ptr<DriverVendor> { return std::make_shared<HipRuntime>(library); }}));
   return outcome->get();
 }

@@ -21,31 +21,50 @@ std::string last_dl_error() {
   return message != nullptr ? message : "unknown dlopen error";
 }
 
-// The file the dynamic linker actually mapped, symlinks resolved, so logs show the exact version.
-std::string loaded_file_path(void* handle, const std::string& fallback) {
+// The name the dynamic linker mapped the library under: the path it found (a soname resolved through
+// the search path), or the path it was asked for.
+std::string mapped_name(void* handle, const std::string& fallback) {
   link_map* map = nullptr;
   if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || map == nullptr || map->l_name == nullptr ||
       map->l_name[0] == '\0')
     return fallback;
+  return map->l_name;
+}
+
+std::string canonical_or_same(const std::filesystem::path& path) {
   std::error_code error;
-  const auto canonical = std::filesystem::canonical(map->l_name, error);
-  return error ? std::string(map->l_name) : canonical.string();
+  const auto canonical = std::filesystem::canonical(path, error);
+  return error ? path.string() : canonical.string();
+}
+
+int collect_loaded_path(dl_phdr_info* info, std::size_t, void* data) {
+  if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0')
+    static_cast<std::vector<std::string>*>(data)->emplace_back(info->dlpi_name);
+  return 0;
 }
 
 }  // namespace
 
-DynamicLibrary::DynamicLibrary(void* handle, std::string name, std::string path)
-    : handle_(handle), name_(std::move(name)), path_(std::move(path)) {}
+// The file and directory shown in logs are the exact version's (symlinks resolved); the directory is
+// resolved on its own so that a library reached through a versioned symlink stays in its installation.
+DynamicLibrary::DynamicLibrary(void* handle, std::string name)
+    : handle_(handle), name_(std::move(name)), mapped_name_(mapped_name(handle, name_)),
+      path_(canonical_or_same(mapped_name_)),
+      directory_(canonical_or_same(std::filesystem::path(mapped_name_).parent_path())) {}
 
 DynamicLibrary::DynamicLibrary(DynamicLibrary&& other) noexcept
-    : handle_(std::exchange(other.handle_, nullptr)), name_(std::move(other.name_)), path_(std::move(other.path_)) {}
+    : handle_(std::exchange(other.handle_, nullptr)), name_(std::move(other.name_)),
+      mapped_name_(std::move(other.mapped_name_)), path_(std::move(other.path_)),
+      directory_(std::move(other.directory_)) {}
 
 DynamicLibrary& DynamicLibrary::operator=(DynamicLibrary&& other) noexcept {
   if (this != &other) {
     if (handle_ != nullptr) ::dlclose(handle_);
     handle_ = std::exchange(other.handle_, nullptr);
     name_ = std::move(other.name_);
+    mapped_name_ = std::move(other.mapped_name_);
     path_ = std::move(other.path_);
+    directory_ = std::move(other.directory_);
   }
   return *this;
 }
@@ -70,11 +89,26 @@ std::optional<DynamicLibrary> DynamicLibrary::open_first(const std::vector<std::
       ::dlclose(handle);
       continue;
     }
-    std::string path = loaded_file_path(handle, candidate);
-    log::debug("loaded {} from {}", candidate, path);
-    return DynamicLibrary(handle, candidate, std::move(path));
+    DynamicLibrary library(handle, candidate);
+    log::debug("loaded {} from {}", candidate, library.path());
+    return library;
   }
   return std::nullopt;
+}
+
+std::optional<DynamicLibrary> DynamicLibrary::open_loaded(const std::string& path) {
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (handle == nullptr) {
+    ::dlerror();  // not loaded: clear the message so it is not reported for a later call
+    return std::nullopt;
+  }
+  return DynamicLibrary(handle, path);
+}
+
+std::vector<std::string> loaded_library_paths() {
+  std::vector<std::string> paths;
+  ::dl_iterate_phdr(collect_loaded_path, &paths);
+  return paths;
 }
 
 void* DynamicLibrary::symbol(const char* name) const {
@@ -88,14 +122,6 @@ void* DynamicLibrary::symbol(const char* name) const {
 void* DynamicLibrary::optional_symbol(const char* name) const noexcept {
   if (handle_ == nullptr) return nullptr;
   return ::dlsym(handle_, name);
-}
-
-std::vector<std::string> library_candidates(const std::vector<std::string>& sonames,
-                                            const std::vector<std::string>& install_dirs) {
-  std::vector<std::string> candidates = sonames;
-  for (const auto& directory : install_dirs)
-    for (const auto& soname : sonames) candidates.push_back(directory + "/" + soname);
-  return candidates;
 }
 
 std::string describe_attempts(const std::vector<std::string>& attempts) {

@@ -1,8 +1,10 @@
 #pragma once
-// Loading a GPU runtime or compiler library once per process (CUDA driver, HIP, NVRTC, hipRTC): open
-// the first candidate that loads, resolve its entry points, build the object that wraps them. A
-// failure is kept with its complete reason so every later call reports the same thing.
+// Loading a GPU runtime or compiler library once per process (CUDA driver, HIP, NVRTC, hipRTC): take
+// the opened library (the CUDA driver from its sonames, the others from platform/runtime_discovery),
+// resolve its entry points, build the object that wraps them. A failure is kept with its complete
+// reason so every later call reports the same thing.
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,18 +29,30 @@ struct LoadedLibrary {
   }
 };
 
-// Opens the first of `candidates` exporting `required_symbol`, resolves its functions with
-// `resolve_functions(library)` (which throws Error naming a missing symbol) and builds
-// Loaded(library, functions). `what` names the library in the error: "the NVRTC library".
-template <typename Loaded, typename Resolve>
-LoadedLibrary<Loaded> load_library(const std::vector<std::string>& candidates, const char* required_symbol,
-                                   std::string_view what, Resolve resolve_functions) {
+// A library opened for a loader, or why there is none (every candidate tried and why each failed).
+struct OpenedLibrary {
+  std::optional<DynamicLibrary> library;
+  std::string error;
+};
+
+// The first of `candidates` that loads and exports `required_symbol`; `what` names the library in
+// the error: "the CUDA driver library".
+inline OpenedLibrary open_first_candidate(const std::vector<std::string>& candidates, const char* required_symbol,
+                                          std::string_view what) {
   std::vector<std::string> attempts;
   auto library = DynamicLibrary::open_first(candidates, attempts, required_symbol);
-  if (!library) return {nullptr, fmt::format("{} could not be loaded; {}", what, describe_attempts(attempts))};
+  if (!library) return {std::nullopt, fmt::format("{} could not be loaded; {}", what, describe_attempts(attempts))};
+  return {std::move(library), {}};
+}
+
+// Resolves the functions of `opened` with `resolve_functions(library)` (which throws Error naming a
+// missing symbol) and builds Loaded(library, functions); keeps the reason when either step failed.
+template <typename Loaded, typename Resolve>
+LoadedLibrary<Loaded> load_library(OpenedLibrary opened, Resolve resolve_functions) {
+  if (!opened.library) return {nullptr, std::move(opened.error)};
   try {
-    const auto functions = resolve_functions(*library);
-    return {std::make_unique<Loaded>(std::move(*library), functions), {}};
+    const auto functions = resolve_functions(*opened.library);
+    return {std::make_unique<Loaded>(std::move(*opened.library), functions), {}};
   } catch (const Error& error) {
     return {nullptr, error.what()};
   }
