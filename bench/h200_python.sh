@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Python package on an NVIDIA GPU machine (the H200), end to end, as a user gets it:
 #   bench/h200_python.sh <deps-prefix> <out-dir> [<previous-source-tree>]
-# 1. `pip wheel .` there (its scikit-build-core, no build isolation: no internet), installed into a
-#    new venv that sees the machine's torch (--system-site-packages); wheel size and times printed.
+# 1. `pip wheel .` there (its scikit-build-core, no build isolation: no internet), installed into the
+#    machine's torch environment (as a user installs into theirs); wheel size and times printed.
 # 2. The Python tests (CPU and GPU) against the INSTALLED wheel (SAGEJIT_TEST_INSTALLED=1).
 # 3. bench/python_op_host.py: per-call host cost and first-call latency, side by side in one process
 #    with the previous tree's Python path when <previous-source-tree> is given (built here too).
@@ -21,13 +21,13 @@ python3 -m pip wheel -q --no-deps --no-build-isolation -w /tmp/sj-dist \
   2>&1 | tail -5
 built=$(date +%s)
 wheel=$(ls /tmp/sj-dist/sagejit-*.whl)
-python3 -m venv --system-site-packages /tmp/sj-venv
-/tmp/sj-venv/bin/python -m pip install -q --no-deps "$wheel"
+python3 -m pip install -q --no-deps --force-reinstall "$wheel"
+bin=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["scripts"])')
 installed=$(date +%s)
 echo "wheel $(basename "$wheel"): $(du -k "$wheel" | cut -f1) KiB, built in $((built - start)) s (16 cores), installed in $((installed - built)) s" | tee "$out/wheel.txt"
 
 cd /tmp
-SAGEJIT_TEST_INSTALLED=1 PATH=/tmp/sj-venv/bin:$PATH /tmp/sj-venv/bin/python -m pytest -q -p no:cacheprovider \
+SAGEJIT_TEST_INSTALLED=1 PATH=$bin:$PATH python3 -m pytest -q -p no:cacheprovider \
   "$src/python/tests" 2>&1 | tee "$out/pytest-installed.txt" | tail -25
 cd "$src"
 
@@ -38,5 +38,5 @@ if [[ -n "$previous" ]]; then
   cmake --build /tmp/sj-previous --target sagejit >/dev/null
   old_args=(--old-python "$previous/python/sagejit" --old-library /tmp/sj-previous/runtime/libsagejit.so)
 fi
-/tmp/sj-venv/bin/python bench/python_op_host.py "${old_args[@]}" --json "$out/python_op_host.json" \
+python3 bench/python_op_host.py "${old_args[@]}" --json "$out/python_op_host.json" \
   | tee "$out/python_op_host.txt"

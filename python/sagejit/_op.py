@@ -75,9 +75,14 @@ class _Signature:
         self.args = tuple(ctypes.byref(x) for x in (self.cq, self.ck, self.cv, self.cout, self.options))
         self.workspace_bytes = 0
         if measure_workspace:
+            # The workspace depends on whether an LSE is written (a per-row correction term): measure
+            # with a non-null LSE pointer when one is asked for (workspace_size reads no data).
+            placeholder = (ctypes.c_float * 1)()
+            self.options.lse = ctypes.addressof(placeholder) if return_lse else None
             nbytes = ctypes.c_size_t(0)
             check(library().sagejit_workspace_size(self.args[0], self.args[1], self.args[2], self.args[4],
                                                    ctypes.byref(nbytes)))
+            self.options.lse = None
             self.workspace_bytes = nbytes.value
 
     def bind(self, q, k, v, out, lse):

@@ -1,6 +1,4 @@
 """Whether the torch operator can be registered here, and the operator itself (registered once)."""
-import importlib.util
-
 from ._library import SagejitError
 
 RUNTIME_NOT_FOUND = 3
@@ -13,15 +11,14 @@ def torch_op(required=True):
     not required, else SagejitError(runtime_not_found) saying why (torch missing, or older than 2.4)."""
     global _op, _why_not
     if _op is None and _why_not is None:
-        if importlib.util.find_spec("torch") is None:
-            _why_not = "torch is not installed (pip install 'torch>=2.4')"
-        else:
-            try:
-                from ._op import sageattn_op
+        try:
+            from ._op import sageattn_op
 
-                _op = sageattn_op
-            except ImportError as error:
-                _why_not = str(error)
+            _op = sageattn_op
+        except ModuleNotFoundError as error:
+            _why_not = f"{error} (pip install 'torch>=2.4')"
+        except ImportError as error:  # torch too old (_op says which), or broken
+            _why_not = str(error)
     if _op is None and required:
         raise SagejitError(RUNTIME_NOT_FOUND, f"sagejit.sageattn needs torch >= 2.4: {_why_not}")
     return _op

@@ -74,7 +74,13 @@ def test_cpu_sageattn_matches_fp64(seed, layout, dtype):
     assert lse.shape == (1, heads_kv * group, seq_q) and lse.dtype == torch.float32
     rows = torch.isfinite(expected_lse)  # causal rows that see no key (seq_q > seq_kv) have no LSE
     assert cosine(out, expected) >= MIN_COS, (layout, causal, q.shape, k.shape)
-    assert torch.allclose(lse[rows].double(), expected_lse[rows], atol=2e-2, rtol=0)
+    # LSE moves by at most the largest score error; INT8 scores err in proportion to their magnitude
+    # (the bound of test_sageattn_gpu.py's test_return_lse).
+    qh, kh = (t.double() if layout == "HND" else t.double().transpose(1, 2) for t in (q, k))
+    kh = kh.repeat_interleave(group, dim=1)
+    score_scale = (qh @ kh.transpose(-1, -2)).abs().amax(dim=-1) * head_dim ** -0.5
+    tolerance = 0.02 + 0.03 * score_scale
+    assert ((lse.double() - expected_lse).abs() <= tolerance)[rows].all()
     again = sageattn(q, k, v, tensor_layout=layout, is_causal=causal)
     assert torch.equal(again, out), "the CPU op is not deterministic"
 
@@ -108,7 +114,7 @@ def test_calls_sagejit_cannot_take_raise_one_exception_type():
         sageattn(q, q, q, attn_mask=torch.ones(16, 16, dtype=torch.bool))
     with pytest.raises(UnsupportedCall, match="dropout_p=0.1"):
         sageattn(q, q, q, dropout_p=0.1)
-    with pytest.raises(UnsupportedCall, match="float32"):
+    with pytest.raises(UnsupportedCall, match="q.dtype fp32 is not one of"):
         sageattn(q.float(), q.float(), q.float())
     wide = torch.randn(1, 2, 16, 512, dtype=torch.bfloat16)
     with pytest.raises(UnsupportedCall, match="head_dim 512"):
@@ -194,12 +200,23 @@ def test_patch_sdpa_routes_cpu_calls_and_falls_back_under_compile(seed):
                                                attn_mask=mask))
 
 
+def python_cwd():
+    """Where a test's child Python starts: the source tree's python/ (it imports that package), or, when
+    the installed package is under test (SAGEJIT_TEST_INSTALLED=1), a directory without one."""
+    import os
+    import tempfile
+
+    if os.environ.get("SAGEJIT_TEST_INSTALLED") == "1":
+        return tempfile.gettempdir()
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _python(code, **env):
     import os
 
     environment = dict(os.environ, **env)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment,
-                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                          cwd=python_cwd())
 
 
 def test_without_torch_the_package_imports_and_sageattn_says_why():

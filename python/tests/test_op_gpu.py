@@ -13,6 +13,7 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA/R
 
 import sagejit  # noqa: E402
 from sagejit import sageattn  # noqa: E402
+from test_op_cpu import python_cwd  # noqa: E402
 
 
 def _inputs(seed, shape=(1, 4, 512, 128), dtype=torch.bfloat16):
@@ -80,8 +81,7 @@ for step in range(2):
 print("first-call capture ok")
 """
     env = dict(os.environ, SAGEJIT_CACHE_DIR=str(tmp_path / "cache"))
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=python_cwd())
     assert result.returncode == 0 and "first-call capture ok" in result.stdout, result.stdout + result.stderr
 
 
