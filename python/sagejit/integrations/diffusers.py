@@ -1,0 +1,128 @@
+"""sagejit as a diffusers attention backend named "sagejit".
+
+    import sagejit.integrations.diffusers            # registers the backend (idempotent)
+    pipe.transformer.set_attention_backend("sagejit")
+    # or, for a block:  with diffusers.models.attention_dispatch.attention_backend("sagejit"): ...
+
+Calls sagejit cannot take (attn_mask, dropout, a head dim or dtype it has no kernels for, CPU tensors, a
+gradient) run diffusers' native attention (torch SDPA) instead and are counted per reason:
+`counters()`; `configure(strict=True)` raises sagejit.UnsupportedCall instead of falling back.
+
+Context parallelism (ring, Ulysses and both, through `ContextParallelConfig` and
+`model.enable_parallelism`): the backend declares support, diffusers distributes q/k/v and merges the
+partial results; sagejit computes each local attention and, for the ring, its log-sum-exp.
+
+The other path needs no diffusers API: `sagejit.patch_sdpa()` routes torch SDPA calls, which is what
+diffusers' default "native" backend makes, to sagejit (see sagejit/sdpa.py).
+
+Written against diffusers 0.42 (attention_dispatch's backend registry and its templated context-parallel
+attention, both private to diffusers: a newer diffusers may need this file to follow).
+"""
+import enum
+
+from ._reference import attention_with_lse
+from ._routing import Router
+
+BACKEND_NAME = "sagejit"
+_ENUM_MEMBER = "SAGEJIT"
+
+_router = Router("diffusers")
+configure = _router.configure
+counters = _router.counters
+reset_counters = _router.reset_counters
+
+
+def _native(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, return_lse):
+    """diffusers' own native attention ([B, S, H, D] layout); with an LSE, the plain-torch reference."""
+    from diffusers.models.attention_dispatch import AttentionBackendName, _AttentionBackendRegistry
+
+    if return_lse:
+        if dropout_p != 0.0:
+            raise ValueError(f"the sagejit backend's fallback returns an LSE only without dropout (dropout_p="
+                             f"{dropout_p}); use a backend with dropout and LSE, e.g. '_native_cudnn'")
+        out, lse = attention_with_lse(query, key, value, tensor_layout="NHD", is_causal=is_causal, scale=scale,
+                                      attn_mask=_sdpa_mask(attn_mask, query, key))
+        return out, lse
+    native = _AttentionBackendRegistry._backends[AttentionBackendName.NATIVE]
+    return native(query=query, key=key, value=value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                  scale=scale, enable_gqa=enable_gqa)
+
+
+def _sdpa_mask(attn_mask, query, key):
+    # diffusers' native backend widens a [B, Nk] mask to [B, 1, 1, Nk]; the reference needs the same.
+    if attn_mask is not None and attn_mask.ndim == 2 and attn_mask.shape == (query.shape[0], key.shape[1]):
+        return attn_mask[:, None, None, :]
+    return attn_mask
+
+
+def _local_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, return_lse):
+    """One attention on this rank, [B, S, H, D]; the LSE in diffusers' layout [B, S, H]."""
+    def fallback():
+        return _native(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, return_lse)
+
+    # torch SDPA's rule (heads of q and k differ only with enable_gqa): the native call says what is wrong.
+    refuse = "heads of q and k differ without enable_gqa" if query.shape[2] != key.shape[2] and not enable_gqa \
+        else None
+    result = _router.attention(query, key, value, fallback, tensor_layout="NHD", is_causal=is_causal, scale=scale,
+                               return_lse=return_lse, attn_mask=attn_mask, dropout_p=dropout_p, refuse=refuse)
+    if not return_lse:
+        return result
+    out, lse = result
+    return out, lse.transpose(1, 2).contiguous()
+
+
+def _forward_op(ctx, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False,
+                return_lse=False, _save_ctx=True, _parallel_config=None):
+    """The local step of diffusers' templated ring / Ulysses attention."""
+    return _local_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, return_lse)
+
+
+def _backward_op(ctx, grad_out, *args, **kwargs):
+    raise RuntimeError("the sagejit attention backend is inference only (INT8/FP8 quantized, no backward); "
+                       "train with diffusers' native backend")
+
+
+def _sagejit_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                       enable_gqa=False, return_lse=False, _parallel_config=None):
+    # diffusers passes only the keyword arguments named in this signature (attention_dispatch reads it).
+    if _parallel_config is None:
+        return _local_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, return_lse)
+    from diffusers.models.attention_dispatch import _templated_context_parallel_attention
+
+    return _templated_context_parallel_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa,
+                                                 return_lse, forward_op=_forward_op, backward_op=_backward_op,
+                                                 _parallel_config=_parallel_config)
+
+
+def _backend_name_member():
+    """AttentionBackendName.SAGEJIT, added to diffusers' enum (set_attention_backend accepts only its members)."""
+    from diffusers.models.attention_dispatch import AttentionBackendName
+
+    existing = AttentionBackendName._value2member_map_.get(BACKEND_NAME)
+    if existing is not None:
+        return existing
+    member = str.__new__(AttentionBackendName, BACKEND_NAME)
+    member._name_ = _ENUM_MEMBER
+    member._value_ = BACKEND_NAME
+    member.__objclass__ = AttentionBackendName
+    if hasattr(enum.EnumType, "_add_member_"):  # Python >= 3.13 keeps members through this helper
+        AttentionBackendName._add_member_(_ENUM_MEMBER, member)
+    else:
+        type.__setattr__(AttentionBackendName, _ENUM_MEMBER, member)
+        AttentionBackendName._member_map_[_ENUM_MEMBER] = member
+    AttentionBackendName._member_names_.append(_ENUM_MEMBER)
+    AttentionBackendName._value2member_map_[BACKEND_NAME] = member
+    return member
+
+
+def register():
+    """Registers the "sagejit" backend with diffusers (idempotent); returns its AttentionBackendName."""
+    from diffusers.models.attention_dispatch import _AttentionBackendRegistry
+
+    member = _backend_name_member()
+    if member not in _AttentionBackendRegistry._backends:
+        _AttentionBackendRegistry.register(member, constraints=[], supports_context_parallel=True)(_sagejit_attention)
+    return member
+
+
+register()
