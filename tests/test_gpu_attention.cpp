@@ -306,9 +306,12 @@ TEST_CASE("GPU attention: zero-padded head dims (D = 8, 32, 40, 80, 96, 120)") {
       c.attention = attention;
       c.seed = static_cast<std::uint64_t>(test::random_in(0, 1 << 30));
       // The fp64 bar measures the algorithm only with enough keys per row (else one e4m3-rounded V
-      // value is the answer) and enough output elements (test_numerics_padded_head_dim.cpp).
+      // value is the answer) and enough output elements (test_numerics_padded_head_dim.cpp), and not
+      // for K with channel offsets quantized without smoothing: that is what K smoothing exists for
+      // (H200: fp16 D40 unsmoothed, offsets, cos 0.9975 vs fp64 while equal to the emulator).
       const bool measurable = c.seq_kv >= 64 && (!c.causal || c.seq_q >= 256) &&
-                              c.batch * c.heads_q * c.seq_q * c.head_dim >= 4096;
+                              c.batch * c.heads_q * c.seq_q * c.head_dim >= 4096 &&
+                              (c.smooth_k || c.fill != Fill::channel_offsets);
       check_attention(*gpu, c, Expect{0.999, 0.06, measurable});
     }
 }
