@@ -331,7 +331,7 @@ int run(const Options& options) {
       }
     }
     if (best == nullptr) {
-      fmt::print(stderr, "sagejit-autotune: no candidate passed for {}: nothing written for it\n", shape.text());
+      print_stderr(fmt::format("sagejit-autotune: no candidate passed for {}: nothing written for it\n", shape.text()));
       continue;
     }
     any_winner = true;
@@ -356,7 +356,7 @@ int run(const Options& options) {
 
   table.print();
   if (!any_winner) {
-    fmt::print(stderr, "sagejit-autotune: no shape got a winner; {} left unchanged\n", options.out);
+    print_stderr(fmt::format("sagejit-autotune: no shape got a winner; {} left unchanged\n", options.out));
     return exit_failed;
   }
   const nlohmann::json merged = merge_entries(base_table(options.out, arch), {{"attention", new_entries}});
