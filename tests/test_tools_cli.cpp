@@ -505,16 +505,17 @@ TEST_CASE("stderr that cannot be written never aborts a tool, nor fails a compil
   }
   TempDir temp;
   const fs::path cache = temp.path / "c";
-  const RunResult full = run_shell(quote(SAGEJIT_TOOL_PRECOMPILE) + " " + one_kernel + "--cache-dir " +
-                                   quote(cache.string()) + " 2>/dev/full");
+  // In a subshell, so that run_shell's own 2>&1 does not override the redirection under test.
+  const RunResult full = run_shell("(" + quote(SAGEJIT_TOOL_PRECOMPILE) + " " + one_kernel + "--cache-dir " +
+                                   quote(cache.string()) + " 2>/dev/full)");
   INFO(full.output);
   CHECK(full.exit_code == 0);
   CHECK(full.output.find("1 compiled") != std::string::npos);
   CHECK(files_with_extension(cache, ".sjco").size() == 1);
   // An error to report with stderr closed: exit 1 (the error), not 134 (std::terminate).
   write_text_file(temp.path / "file", "x");
-  const RunResult closed = run_shell(quote(SAGEJIT_TOOL_CACHE) + " --cache-dir " + quote((temp.path / "file").string()) +
-                                     " clear 2>&-");
+  const RunResult closed = run_shell("(" + quote(SAGEJIT_TOOL_CACHE) + " --cache-dir " +
+                                     quote((temp.path / "file").string()) + " clear 2>&-)");
   CHECK(closed.exit_code == 1);
 }
 
