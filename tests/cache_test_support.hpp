@@ -52,6 +52,15 @@ inline std::vector<std::byte> random_bytes(std::size_t size) {
   return bytes;
 }
 
+// Random bytes under the header of a 64-bit little-endian AMDGPU ELF: a payload that passes the
+// code-object check (compiler/code_object_check.hpp) for test_label()'s target.
+inline std::vector<std::byte> code_object_bytes(std::size_t size) {
+  std::vector<std::byte> bytes = random_bytes(size < 64 ? 64 : size);
+  const unsigned char header[20] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 224, 0};
+  for (std::size_t i = 0; i < sizeof header; ++i) bytes[i] = static_cast<std::byte>(header[i]);
+  return bytes;
+}
+
 inline std::string random_text(std::size_t size) {
   std::string text;
   for (std::size_t i = 0; i < size; ++i) text += static_cast<char>('a' + rng()() % 26);

@@ -35,7 +35,7 @@ Filled fill(CodeCache& cache, const fs::path& dir, int count) {
   const std::time_t now = std::time(nullptr);
   for (int i = 0; i < count; ++i) {
     const CacheKey key = test::random_key();
-    const auto payload = test::random_bytes(10000);
+    const auto payload = test::code_object_bytes(10000);
     (void)cache.get_or_compile(key, test::test_label(), [&] { return payload; });
     const fs::path file = dir / entry_file_name(key, test::test_label());
     set_mtime(file, now - 1000 + 10 * i);

@@ -136,7 +136,7 @@ TEST_CASE("a writer killed mid-publish leaves nothing that validates wrongly; th
   test::TempDir root;
   const fs::path dir = root / "cache";
   const CacheKey key = test::random_key();
-  const auto payload = test::random_bytes(64 * 1024);
+  const auto payload = test::code_object_bytes(64 * 1024);
   int ready_pipe[2];
   REQUIRE(::pipe(ready_pipe) == 0);
   const pid_t pid = ::fork();

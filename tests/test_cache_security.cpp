@@ -153,11 +153,11 @@ TEST_CASE("SAGEJIT_DISABLE_CACHE=1 keeps everything in memory") {
 }
 
 TEST_CASE("byte sizes parse with binary units and reject anything else") {
-  CHECK(parse_byte_size("0", "X") == 0);
-  CHECK(parse_byte_size("1536", "X") == 1536);
-  CHECK(parse_byte_size("2G", "X") == (2ull << 30));
-  CHECK(parse_byte_size("512MiB", "X") == (512ull << 20));
-  CHECK(parse_byte_size("4k", "X") == 4096);
+  CHECK(parse_byte_size("0", "X", "0 = no cap") == 0);
+  CHECK(parse_byte_size("1536", "X", "0 = no cap") == 1536);
+  CHECK(parse_byte_size("2G", "X", "0 = no cap") == (2ull << 30));
+  CHECK(parse_byte_size("512MiB", "X", "0 = no cap") == (512ull << 20));
+  CHECK(parse_byte_size("4k", "X", "0 = no cap") == 4096);
   for (const char* bad : {"", "G", "-1", "1.5G", "10X", "99999999999999999999"})
-    CHECK_THROWS_AS(parse_byte_size(bad, "SAGEJIT_CACHE_MAX_SIZE"), Error);
+    CHECK_THROWS_AS(parse_byte_size(bad, "SAGEJIT_CACHE_MAX_SIZE", "0 = no cap"), Error);
 }

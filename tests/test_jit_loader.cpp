@@ -22,6 +22,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A fake AMDGPU code object: a 64-byte ELF64 header of machine EM_AMDGPU, then `text`. It passes the
+// runtime's code-object check (compiler/code_object_check.hpp) and the fake device still finds the
+// entry names in it.
+std::vector<std::byte> fake_code_object(std::string_view text) {
+  const unsigned char header[20] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 224, 0};
+  std::vector<std::byte> code(64, std::byte{0});
+  for (std::size_t i = 0; i < sizeof header; ++i) code[i] = static_cast<std::byte>(header[i]);
+  for (const char c : text) code.push_back(static_cast<std::byte>(c));
+  return code;
+}
+
 class FakeCompiler : public Compiler {
  public:
   CompilerKind kind() const override { return CompilerKind::clang; }
@@ -36,8 +47,8 @@ class FakeCompiler : public Compiler {
     if (request.source.find("sagejit_probe_axpy") == std::string::npos)
       fail(ErrorCode::compile_error, "{}: no probe entry in the source", request.name);
     CompileResult result;
-    // The "code object" is the source itself, so the fake device can check what it was given.
-    for (const char c : request.source) result.code.push_back(static_cast<std::byte>(c));
+    // The "code object" carries the source, so the fake device can check what it was given.
+    result.code = fake_code_object(request.source);
     result.log = "fake: ok";
     result.effective_options = base_options(request.target);
     return result;
@@ -176,7 +187,8 @@ TEST_CASE("SAGEJIT_DUMP_DIR receives source, options, code object and log of eac
     CHECK(fs::exists(dump / (stem + extension)));
   }
   const auto source = test::read_bytes(dump / (stem + ".src"));
-  CHECK(test::read_bytes(dump / (stem + ".co")) == source);  // the fake compiler's "code object"
+  const std::string source_text(reinterpret_cast<const char*>(source.data()), source.size());
+  CHECK(test::read_bytes(dump / (stem + ".co")) == fake_code_object(source_text));  // the fake compiler's "code object"
   const auto options = test::read_bytes(dump / (stem + ".options.txt"));
   const std::string options_text(reinterpret_cast<const char*>(options.data()), options.size());
   CHECK(options_text.find("--offload-arch=gfx1201:xnack-") != std::string::npos);
@@ -224,11 +236,7 @@ TEST_CASE("a run accepts the system cache's prebuilt code objects of another com
     CodeCache publisher(test::settings_for(system));
     const KernelBuild build = plan_build(jit_probe_kernel, config, {}, "gfx1201:xnack-", *builder);
     const std::string text = "prebuilt object of sagejit_probe_axpy";
-    publisher.get_or_compile(build.key, build.label, [&] {
-      std::vector<std::byte> code(text.size());
-      std::memcpy(code.data(), text.data(), text.size());
-      return code;
-    });
+    publisher.get_or_compile(build.key, build.label, [&] { return fake_code_object(text); });
     record_prebuilt_compiler(system, {"clang", "clang 99.9.9"});
   }
   CHECK(read_prebuilt_manifest(system) == std::vector<PrebuiltCompiler>{{"clang", "clang 99.9.9"}});
@@ -265,4 +273,43 @@ TEST_CASE("the runtime and the tools key a kernel identically") {
   CHECK(plan_build(jit_probe_kernel, config, {}, "gfx1200", compiler).key != build.key);
   FakeCompiler other;
   CHECK(plan_build(jit_probe_kernel, config, {}, "gfx1201:xnack-", other).key != build.key);
+}
+
+TEST_CASE("a compile output or a cached entry that is no ELF of the target is never loaded (issue 18)") {
+  log::set_level(log::Level::off);
+  test::TempDir root;
+  const TileConfig config = random_probe_config();
+  class RawCompiler : public FakeCompiler {
+   public:
+    CompileResult compile(const CompileRequest& request) const override {
+      CompileResult result = FakeCompiler::compile(request);
+      result.code.erase(result.code.begin(), result.code.begin() + 64);  // the bare source: no ELF header
+      return result;
+    }
+  } raw;
+  {
+    CodeCache cache(test::settings_for(root / "raw"));
+    FakeDevice device;
+    try {
+      (void)load_kernel(device, 0, jit_probe_kernel, config, {}, raw, cache);
+      FAIL("no error");
+    } catch (const Error& error) {
+      CHECK(error.code() == ErrorCode::compile_error);
+      CHECK(std::string(error.what()).find("unusable code object") != std::string::npos);
+    }
+    CHECK(device.loads.load() == 0);
+    CHECK(test::entry_files(root / "raw").empty());
+  }
+  // An entry with sound checksums whose payload is no code object: evicted and compiled afresh.
+  FakeCompiler compiler;
+  CodeCache cache(test::settings_for(root / "cache"));
+  const KernelBuild build = plan_build(jit_probe_kernel, config, {}, "gfx1201:xnack-", compiler);
+  (void)cache.get_or_compile(build.key, build.label, [] { return test::random_bytes(200); });
+  CodeCache fresh(test::settings_for(root / "cache"));
+  FakeDevice device;
+  const LoadedKernel& kernel = load_kernel(device, 0, jit_probe_kernel, config, {}, compiler, fresh);
+  CHECK(kernel.hit == CacheHit::compiled);
+  CHECK(compiler.compiles.load() == 1);
+  CHECK(device.loads.load() == 1);
+  log::set_level(log::Level::warn);
 }

@@ -312,6 +312,8 @@ TEST_CASE("bad arguments are usage errors that name the argument") {
       {SAGEJIT_TOOL_PRECOMPILE, "--arch gfx1201 --compiler gcc", "--compiler"},
       {SAGEJIT_TOOL_PRECOMPILE, "--arch gfx1201 --head-dim 96", "--head-dim"},
       {SAGEJIT_TOOL_PRECOMPILE, "--arch gfx9999", "gfx9999"},
+      {SAGEJIT_TOOL_PRECOMPILE, "--arch gfx1201:bogus+ --dry-run", "gfx1201:bogus+"},
+      {SAGEJIT_TOOL_PRECOMPILE, "--arch gfx1201 --jobs 0", "1 to 4096"},
       {SAGEJIT_TOOL_PRECOMPILE, "--arch sm_90 --compiler clang --dry-run", "--compiler"},
       {SAGEJIT_TOOL_PRECOMPILE, "--arch gfx1201 --kernels no_such_kernel --dry-run", "--kernels"},
       {SAGEJIT_TOOL_PRECOMPILE, "--arch gfx1201 --no-such-flag", "--no-such-flag"},
@@ -319,6 +321,7 @@ TEST_CASE("bad arguments are usage errors that name the argument") {
       {SAGEJIT_TOOL_CACHE, "frobnicate", "frobnicate"},
       {SAGEJIT_TOOL_CACHE, "prune", "--max-size"},
       {SAGEJIT_TOOL_CACHE, "prune --max-size 12Q", "--max-size"},
+      {SAGEJIT_TOOL_CACHE, "prune --max-size garbage", "0 removes every entry"},
       {SAGEJIT_TOOL_AUTOTUNE, "--shape 1,2,3 --out x.json", "--shape"},
       {SAGEJIT_TOOL_AUTOTUNE, "--shape 1,8,128,128,100 --out x.json", "D 100"},
       {SAGEJIT_TOOL_AUTOTUNE, "--shape 1,8,128,128,128", "--out"},
@@ -334,6 +337,10 @@ TEST_CASE("bad arguments are usage errors that name the argument") {
     INFO(c.tool << " " << c.arguments << "\n" << result.output);
     CHECK(result.exit_code == 2);
     CHECK(result.output.find(c.named) != std::string::npos);
+    // The documented one-line form (docs/TOOLS.md), CLI11's own errors included; no 300-digit ranges.
+    CHECK(result.output.find(": error (invalid argument): ") != std::string::npos);
+    CHECK(result.output.find("no cap") == std::string::npos);
+    CHECK(result.output.find("179769313486231570") == std::string::npos);  // DBL_MAX as a range bound
   }
 }
 
@@ -375,6 +382,285 @@ TEST_CASE("GPU tools without a GPU: a clear message and exit code 3") {
   CHECK(autotune.exit_code == 3);
   CHECK(autotune.output.find("no GPU") != std::string::npos);
   CHECK(!fs::exists(temp.path / "t.json"));
+}
+
+// ---- Issue 18: no file of another user touched, no unbounded wait, no silent success, no abort ----
+
+namespace {
+
+bool running_as_root() { return ::geteuid() == 0; }
+
+std::string mode_of(const fs::path& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) return "missing";
+  return fmt::format("{:o}", info.st_mode & 07777);
+}
+
+void write_text_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+// A stand-in for SAGEJIT_CLANG: answers --version like clang++-22, runs `body` for a compile.
+fs::path fake_clang(const fs::path& dir, const std::string& name, const std::string& body) {
+  const fs::path script = dir / name;
+  write_text_file(script, "#!/bin/sh\ncase \"$1\" in --version) exec clang++-22 --version;; esac\n" + body + "\n");
+  fs::permissions(script, fs::perms::owner_all);
+  return script;
+}
+
+const std::string one_kernel = "--arch gfx1201 --compiler clang --kernels jit_probe --jobs 1 ";
+
+}  // namespace
+
+TEST_CASE("--system-cache in a directory another user controls: refused, nothing chmod-ed or deleted (root)") {
+  if (!compiler_available(sagejit::CompilerKind::clang)) {
+    MESSAGE("skipped: no AMDGPU-capable clang");
+    return;
+  }
+  if (!running_as_root()) {
+    MESSAGE("skipped: needs root to make a directory owned by another user (nobody)");
+    return;
+  }
+  TempDir temp;
+  write_text_file(temp.path / "victim", "secret\n");
+  fs::permissions(temp.path / "victim", fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  // The issue's /tmp/teamcache: 0777, owned by another user, holding b.sjco -> the victim's file.
+  const fs::path team = temp.path / "team";
+  fs::create_directories(team);
+  REQUIRE(::chown(team.c_str(), 65534, 65534) == 0);
+  REQUIRE(::chmod(team.c_str(), 0777) == 0);
+  fs::create_symlink(temp.path / "victim", team / "b.sjco");
+  const RunResult shared = run(SAGEJIT_TOOL_PRECOMPILE, one_kernel + "--system-cache " + quote(team.string()));
+  INFO(shared.output);
+  CHECK(shared.exit_code == 1);
+  CHECK(shared.output.find("cannot store code objects there") != std::string::npos);
+  CHECK(shared.output.find("system cache ready") == std::string::npos);
+  CHECK(mode_of(temp.path / "victim") == "600");
+
+  // The issue's planted parent/cache -> rootdir: a 0700 dir with a locks/ subtree stays as it was.
+  const fs::path rootdir = temp.path / "rootdir", parent = temp.path / "parent";
+  fs::create_directories(rootdir / "locks");
+  write_text_file(rootdir / "locks" / "keep", "x");
+  REQUIRE(::chmod(rootdir.c_str(), 0700) == 0);
+  fs::create_directories(parent);
+  REQUIRE(::chown(parent.c_str(), 65534, 65534) == 0);
+  REQUIRE(::chmod(parent.c_str(), 0777) == 0);
+  fs::create_symlink(rootdir, parent / "cache");
+  const RunResult planted = run(SAGEJIT_TOOL_PRECOMPILE, one_kernel + "--system-cache " + quote((parent / "cache").string()));
+  INFO(planted.output);
+  CHECK(planted.exit_code == 1);
+  CHECK(mode_of(rootdir) == "700");
+  CHECK(fs::exists(rootdir / "locks" / "keep"));
+}
+
+TEST_CASE("--system-cache: parents 0755 under umask 000, and a symlinked entry name is never chmod-ed through") {
+  if (!compiler_available(sagejit::CompilerKind::clang)) {
+    MESSAGE("skipped: no AMDGPU-capable clang");
+    return;
+  }
+  TempDir temp;
+  const fs::path system = temp.path / "a" / "b" / "c";
+  const RunResult made = run_shell("umask 000 && " + quote(SAGEJIT_TOOL_PRECOMPILE) + " " + one_kernel +
+                                   "--system-cache " + quote(system.string()));
+  INFO(made.output);
+  REQUIRE(made.exit_code == 0);
+  CHECK(mode_of(temp.path / "a") == "755");
+  CHECK(mode_of(temp.path / "a" / "b") == "755");
+  CHECK(mode_of(system) == "755");
+  for (const auto& entry : files_with_extension(system, ".sjco")) CHECK(mode_of(entry) == "644");
+
+  // In our own system cache, a symlink named like an entry: left alone, the victim keeps its mode,
+  // and the run fails instead of saying "ready".
+  write_text_file(temp.path / "victim", "secret\n");
+  fs::permissions(temp.path / "victim", fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  fs::create_symlink(temp.path / "victim", system / "b.sjco");
+  const RunResult again = run(SAGEJIT_TOOL_PRECOMPILE, one_kernel + "--system-cache " + quote(system.string()));
+  INFO(again.output);
+  CHECK(again.exit_code == 1);
+  CHECK(again.output.find("b.sjco") != std::string::npos);
+  CHECK(mode_of(temp.path / "victim") == "600");
+}
+
+TEST_CASE("a hung compiler is killed after SAGEJIT_COMPILE_TIMEOUT with an error naming it") {
+  if (!compiler_available(sagejit::CompilerKind::clang)) {
+    MESSAGE("skipped: no AMDGPU-capable clang");
+    return;
+  }
+  TempDir temp;
+  const fs::path slow = fake_clang(temp.path, "slow-clang", "sleep 1000");
+  const RunResult result = run_shell("SAGEJIT_CLANG=" + quote(slow.string()) + " SAGEJIT_COMPILE_TIMEOUT=1 " +
+                                     quote(SAGEJIT_TOOL_PRECOMPILE) + " " + one_kernel + "--cache-dir " +
+                                     quote((temp.path / "c").string()));
+  INFO(result.output);
+  CHECK(result.exit_code == 1);
+  CHECK(result.output.find("SAGEJIT_COMPILE_TIMEOUT") != std::string::npos);
+  CHECK(result.output.find("within 1 s") != std::string::npos);
+}
+
+TEST_CASE("stderr that cannot be written never aborts a tool, nor fails a compile") {
+  if (!compiler_available(sagejit::CompilerKind::clang)) {
+    MESSAGE("skipped: no AMDGPU-capable clang");
+    return;
+  }
+  TempDir temp;
+  const fs::path cache = temp.path / "c";
+  // In a subshell, so that run_shell's own 2>&1 does not override the redirection under test.
+  const RunResult full = run_shell("(" + quote(SAGEJIT_TOOL_PRECOMPILE) + " " + one_kernel + "--cache-dir " +
+                                   quote(cache.string()) + " 2>/dev/full)");
+  INFO(full.output);
+  CHECK(full.exit_code == 0);
+  CHECK(full.output.find("1 compiled") != std::string::npos);
+  CHECK(files_with_extension(cache, ".sjco").size() == 1);
+  // An error to report with stderr closed: exit 1 (the error), not 134 (std::terminate).
+  write_text_file(temp.path / "file", "x");
+  const RunResult closed = run_shell("(" + quote(SAGEJIT_TOOL_CACHE) + " --cache-dir " +
+                                     quote((temp.path / "file").string()) + " clear 2>&-)");
+  CHECK(closed.exit_code == 1);
+}
+
+TEST_CASE("a precompile that stores less than it compiled is an error") {
+  if (!compiler_available(sagejit::CompilerKind::clang)) {
+    MESSAGE("skipped: no AMDGPU-capable clang");
+    return;
+  }
+  TempDir temp;
+  // A directory others may write is refused: no compile reported as done into it.
+  const fs::path open_dir = temp.path / "open";
+  fs::create_directories(open_dir);
+  REQUIRE(::chmod(open_dir.c_str(), 0777) == 0);
+  const RunResult refused = run(SAGEJIT_TOOL_PRECOMPILE, one_kernel + "--cache-dir " + quote(open_dir.string()));
+  INFO(refused.output);
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.output.find("cannot store code objects there") != std::string::npos);
+  CHECK(refused.output.find("compiled (") == std::string::npos);
+  // A cap below one entry: compiled, not stored, said so.
+  const RunResult capped = run_shell("SAGEJIT_CACHE_MAX_SIZE=1 " + quote(SAGEJIT_TOOL_PRECOMPILE) + " " + one_kernel +
+                                     "--cache-dir " + quote((temp.path / "capped").string()));
+  INFO(capped.output);
+  CHECK(capped.exit_code == 1);
+  CHECK(capped.output.find("1 of 1 code objects are not stored") != std::string::npos);
+  CHECK(capped.output.find("SAGEJIT_CACHE_MAX_SIZE") != std::string::npos);
+  // A full disk (a 64 KiB tmpfs; root only).
+  const fs::path small = temp.path / "small";
+  fs::create_directories(small);
+  if (!running_as_root() || std::system(("mount -t tmpfs -o size=64k,mode=0700 tmpfs " + quote(small.string()) +
+                                         " 2>/dev/null").c_str()) != 0) {
+    MESSAGE("full-disk part skipped: cannot mount a small tmpfs here");
+    return;
+  }
+  write_text_file(small / "filler", std::string(60 * 1024, 'x'));
+  const RunResult full = run(SAGEJIT_TOOL_PRECOMPILE, "--arch gfx1201 --compiler clang --kernels jit_probe,probe --jobs 1 "
+                                                      "--cache-dir " + quote((small / "c").string()));
+  INFO(full.output);
+  (void)std::system(("umount " + quote(small.string())).c_str());
+  CHECK(full.exit_code == 1);
+  CHECK(full.output.find("not stored") != std::string::npos);
+}
+
+TEST_CASE("every tool exits nonzero when its output cannot be written") {
+  TempDir temp;
+  const std::string env = "SAGEJIT_CACHE_DIR=" + quote((temp.path / "c").string()) + " ";
+  for (const std::string& command : {quote(SAGEJIT_TOOL_INFO), quote(SAGEJIT_TOOL_CACHE) + " stat",
+                                     quote(SAGEJIT_TOOL_PRECOMPILE) + " --arch gfx1201 --dry-run",
+                                     quote(SAGEJIT_TOOL_CACHE) + " --help"}) {
+    // (The subshell keeps run_shell's 2>&1 from sending stderr to /dev/full too.)
+    const RunResult result = run_shell("(" + env + command + " >/dev/full)");
+    INFO(command << "\n" << result.output);
+    CHECK(result.exit_code == 1);
+    CHECK(result.output.find("cannot write the standard output") != std::string::npos);
+    const RunResult closed = run_shell("(" + env + command + " >&-)");
+    INFO(closed.output);
+    CHECK(closed.exit_code == 1);
+  }
+}
+
+TEST_CASE("sagejit-cache stat and precompile --dry-run create no directory; a read-only user can still stat") {
+  TempDir temp;
+  const RunResult stat = run(SAGEJIT_TOOL_CACHE, "--cache-dir " + quote((temp.path / "s" / "c").string()) + " stat");
+  INFO(stat.output);
+  CHECK(stat.exit_code == 0);
+  CHECK(!fs::exists(temp.path / "s"));
+  const RunResult dry = run(SAGEJIT_TOOL_PRECOMPILE, "--arch gfx1201 --dry-run --cache-dir " + quote((temp.path / "d").string()));
+  INFO(dry.output);
+  CHECK(dry.exit_code == 0);
+  CHECK(!fs::exists(temp.path / "d"));
+  const RunResult cleared = run(SAGEJIT_TOOL_CACHE, "--cache-dir " + quote((temp.path / "x").string()) + " clear");
+  INFO(cleared.output);
+  CHECK(cleared.exit_code == 0);
+  CHECK(!fs::exists(temp.path / "x"));
+  const RunResult root_dir = run_shell("SAGEJIT_CACHE_DIR=/ " + quote(SAGEJIT_TOOL_CACHE) + " stat");
+  INFO(root_dir.output);
+  CHECK(root_dir.output.find("root directory") != std::string::npos);
+}
+
+TEST_CASE("compiler output: a runaway log is shortened, a non-ELF object is never stored, a missing clang is named") {
+  if (!compiler_available(sagejit::CompilerKind::clang)) {
+    MESSAGE("skipped: no AMDGPU-capable clang");
+    return;
+  }
+  TempDir temp;
+  const fs::path loud = fake_clang(temp.path, "loud-clang", "head -c 10000000 /dev/zero | tr '\\0' e; echo; exit 1");
+  const RunResult noisy = run_shell("SAGEJIT_CLANG=" + quote(loud.string()) + " " + quote(SAGEJIT_TOOL_PRECOMPILE) + " " +
+                                    one_kernel + "--cache-dir " + quote((temp.path / "c1").string()));
+  CHECK(noisy.exit_code == 1);
+  CHECK(noisy.output.size() < 200 * 1024);
+  CHECK(noisy.output.find("bytes of compiler output cut") != std::string::npos);
+
+  const fs::path fake = fake_clang(temp.path, "fake-clang",
+                                   "while [ $# -gt 0 ]; do [ \"$1\" = -o ] && echo 'not an elf' > \"$2\"; shift; done; exit 0");
+  const RunResult bogus = run_shell("SAGEJIT_CLANG=" + quote(fake.string()) + " " + quote(SAGEJIT_TOOL_PRECOMPILE) + " " +
+                                    one_kernel + "--cache-dir " + quote((temp.path / "c2").string()));
+  INFO(bogus.output);
+  CHECK(bogus.exit_code == 1);
+  CHECK(bogus.output.find("unusable code object") != std::string::npos);
+  CHECK(bogus.output.find("EM_AMDGPU") != std::string::npos);
+  CHECK(files_with_extension(temp.path / "c2", ".sjco").empty());
+
+  const RunResult missing = run_shell("SAGEJIT_CLANG=/nonexistent/clang " + quote(SAGEJIT_TOOL_PRECOMPILE) + " " +
+                                      one_kernel + "--cache-dir " + quote((temp.path / "c3").string()));
+  INFO(missing.output);
+  CHECK(missing.exit_code == 4);
+  CHECK(missing.output.find("error (runtime or compiler not found)") != std::string::npos);
+  CHECK(missing.output.find("GPU runtime not found") == std::string::npos);
+}
+
+TEST_CASE("--emit-dir replaces symlinks planted under its predictable names, never writes through them") {
+  if (!compiler_available(sagejit::CompilerKind::clang)) {
+    MESSAGE("skipped: no AMDGPU-capable clang");
+    return;
+  }
+  TempDir temp;
+  const fs::path first = temp.path / "first", emit = temp.path / "emit";
+  REQUIRE(run(SAGEJIT_TOOL_PRECOMPILE, one_kernel + "--cache-dir " + quote((temp.path / "c").string()) + " --emit-dir " +
+                                           quote(first.string())).exit_code == 0);
+  const auto objects = files_with_extension(first, ".co");
+  REQUIRE(objects.size() == 1);
+  write_text_file(temp.path / "bashrc", "precious\n");
+  fs::create_directories(emit);
+  fs::permissions(emit, fs::perms::owner_all, fs::perm_options::replace);
+  const std::string name = objects[0].filename().string();
+  fs::create_symlink(temp.path / "bashrc", emit / name);
+  fs::create_symlink(temp.path / "bashrc", emit / (name + ".tmp"));
+  const RunResult result = run(SAGEJIT_TOOL_PRECOMPILE, one_kernel + "--cache-dir " + quote((temp.path / "c").string()) +
+                                                           " --emit-dir " + quote(emit.string()));
+  INFO(result.output);
+  CHECK(result.exit_code == 0);
+  std::ifstream in(temp.path / "bashrc");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "precious\n");
+  CHECK(fs::is_regular_file(fs::symlink_status(emit / name)));
+}
+
+TEST_CASE("SAGEJIT_LOG is accepted in any case; a wrong value still warns") {
+  TempDir temp;
+  const std::string tail = " " + quote(SAGEJIT_TOOL_CACHE) + " --cache-dir " + quote((temp.path / "c").string()) + " stat";
+  const RunResult upper = run_shell("SAGEJIT_LOG=INFO" + tail);
+  INFO(upper.output);
+  CHECK(upper.exit_code == 0);
+  CHECK(upper.output.find("is not one of") == std::string::npos);
+  const RunResult wrong = run_shell("SAGEJIT_LOG=loud" + tail);
+  CHECK(wrong.output.find("SAGEJIT_LOG=loud is not one of") != std::string::npos);
 }
 
 #else

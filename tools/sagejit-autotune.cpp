@@ -37,6 +37,7 @@
 #include "core/embedded_file.hpp"
 #include "jit/jit.hpp"
 #include "kernels/registry.hpp"
+#include "platform/safe_file.hpp"
 #include "plan/attention_plan.hpp"
 #include "tuning/tuning_table.hpp"
 
@@ -127,11 +128,10 @@ nlohmann::json config_json(const TileConfig& config) {
 // The table the winners are merged into: --out when it exists, else the shipped table of the arch.
 nlohmann::json base_table(const std::string& out, const std::string& arch) {
   if (fs::exists(out)) {
-    std::ifstream in(out, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in) fail(ErrorCode::config_error, "--out {}: cannot read the existing table", out);
-    const nlohmann::json document = parse_table_json(text.str(), out);
+    // A regular file of bounded size, like every tuning table (a FIFO would hang the run).
+    const std::string text = read_regular_text_file(out, max_table_file_bytes, ErrorCode::config_error,
+                                                    "the size limit of a tuning table");
+    const nlohmann::json document = parse_table_json(text, out);
     const TableFile table = validate_table(document, out);
     if (table.arch != arch)
       fail(ErrorCode::config_error, "--out {}: the table is for {}, the GPU is {}", out, table.arch, arch);
@@ -331,7 +331,7 @@ int run(const Options& options) {
       }
     }
     if (best == nullptr) {
-      fmt::print(stderr, "sagejit-autotune: no candidate passed for {}: nothing written for it\n", shape.text());
+      print_stderr(fmt::format("sagejit-autotune: no candidate passed for {}: nothing written for it\n", shape.text()));
       continue;
     }
     any_winner = true;
@@ -356,7 +356,7 @@ int run(const Options& options) {
 
   table.print();
   if (!any_winner) {
-    fmt::print(stderr, "sagejit-autotune: no shape got a winner; {} left unchanged\n", options.out);
+    print_stderr(fmt::format("sagejit-autotune: no shape got a winner; {} left unchanged\n", options.out));
     return exit_failed;
   }
   const nlohmann::json merged = merge_entries(base_table(options.out, arch), {{"attention", new_entries}});

@@ -41,6 +41,7 @@ CodeCache open_cache(const Options& options) {
   CodeCacheSettings settings = CodeCacheSettings::from_environment();
   if (options.cache_dir) settings.user_dir = fs::path(*options.cache_dir);
   if (options.system_cache) settings.system_dir = fs::path(*options.system_cache);
+  settings.create_user_dir = false;  // inspecting or cleaning a cache never creates one
   if (!settings.user_dir && !settings.system_dir)
     fail(ErrorCode::cache_error,
          "no cache directory: SAGEJIT_DISABLE_CACHE is set or neither SAGEJIT_CACHE_DIR, XDG_CACHE_HOME nor HOME is; "
@@ -48,12 +49,17 @@ CodeCache open_cache(const Options& options) {
   return CodeCache(settings);
 }
 
-// The user dir must be usable for commands that change it; say why not, naming the dir.
-fs::path require_user_dir(const CodeCache& cache) {
+// The user dir must be usable for commands that change it; say why not, naming the dir. A dir that
+// does not exist has nothing to change: nullopt after saying so.
+std::optional<fs::path> require_user_dir(const CodeCache& cache) {
   if (const auto dir = cache.active_user_dir()) return *dir;
   const CacheStats stats = cache_stat(cache);
-  fail(ErrorCode::cache_error, "user cache {} is not usable: {}",
-       stats.user_dir ? stats.user_dir->string() : std::string("(none)"), stats.user_dir_problem);
+  const std::string dir = stats.user_dir ? stats.user_dir->string() : std::string("(none)");
+  if (stats.user_dir && !fs::exists(fs::symlink_status(*stats.user_dir))) {
+    fmt::print("nothing to do: user cache {} does not exist\n", dir);
+    return std::nullopt;
+  }
+  fail(ErrorCode::cache_error, "user cache {} is not usable: {}", dir, stats.user_dir_problem);
 }
 
 int stat_command(const Options& options) {
@@ -88,11 +94,11 @@ int list_command(const Options& options) {
 
 int verify_command(const Options& options) {
   CodeCache cache = open_cache(options);
-  if (options.fix) require_user_dir(cache);
+  if (options.fix && !cache.active_user_dir()) require_user_dir(cache);
   const VerifyReport report = cache_verify(cache, options.fix);
   for (const CacheEntryInfo& bad : report.bad)
     fmt::print("BAD {} entry {}: {}{}\n", bad.system ? "system" : "user", bad.path.string(), bad.problem,
-               options.fix && !bad.system ? " (removed; rebuilt on next use)" : "");
+               bad.removed ? " (removed; rebuilt on next use)" : "");
   fmt::print("verified {} entries: {} bad{}\n", report.checked, report.bad.size(),
              options.fix ? fmt::format(", {} file(s) removed", report.removed) : std::string());
   if (report.bad.empty()) return exit_ok;
@@ -100,7 +106,7 @@ int verify_command(const Options& options) {
   // (read-only: reinstall or re-run sagejit-precompile --system-cache).
   if (options.fix) {
     for (const CacheEntryInfo& bad : report.bad)
-      if (bad.system) return exit_failed;
+      if (!bad.removed) return exit_failed;
     return exit_ok;
   }
   fmt::print("run 'sagejit-cache verify --fix' to remove the bad entries\n");
@@ -108,9 +114,9 @@ int verify_command(const Options& options) {
 }
 
 int prune_command(const Options& options) {
-  const std::uint64_t max_bytes = parse_byte_size(options.max_size, "--max-size");
+  const std::uint64_t max_bytes = parse_byte_size(options.max_size, "--max-size", "0 removes every entry");
   CodeCache cache = open_cache(options);
-  require_user_dir(cache);
+  if (!require_user_dir(cache)) return exit_ok;
   const PruneReport report = cache_prune(cache, max_bytes);
   fmt::print("pruned {} entries ({}), {} temp file(s); {} remain\n", report.removed, human_bytes(report.freed_bytes),
              report.temp_removed, human_bytes(report.remaining_bytes));
@@ -119,9 +125,10 @@ int prune_command(const Options& options) {
 
 int clear_command(const Options& options) {
   CodeCache cache = open_cache(options);
-  const fs::path dir = require_user_dir(cache);
+  const auto dir = require_user_dir(cache);
+  if (!dir) return exit_ok;
   const std::size_t removed = cache_clear(cache);
-  fmt::print("removed {} file(s) from {}\n", removed, dir.string());
+  fmt::print("removed {} file(s) from {}\n", removed, dir->string());
   return exit_ok;
 }
 
@@ -139,7 +146,7 @@ int main(int argc, char** argv) {
   CLI::App* verify = app.add_subcommand("verify", "Check every entry; exit 1 if any is bad");
   verify->add_flag("--fix", options.fix, "Remove bad user entries and stale temp files (they are rebuilt on next use)");
   CLI::App* prune = app.add_subcommand("prune", "Remove least-recently-used user entries until the cache fits");
-  prune->add_option("--max-size", options.max_size, "Size to prune to: bytes or 512K, 300M, 2G (0 removes all)")->required();
+  prune->add_option("--max-size", options.max_size, "Size to prune to: bytes or 512K, 300M, 2G (0 removes every entry)")->required();
   CLI::App* clear = app.add_subcommand("clear", "Remove every user entry");
   // CLI11 reports an unknown word in the subcommand's place only as "a subcommand is required"; name it.
   for (int i = 1; i < argc; ++i) {
@@ -150,8 +157,8 @@ int main(int argc, char** argv) {
     }
     if (word.empty() || word[0] == '-') continue;
     if (word != "stat" && word != "list" && word != "verify" && word != "prune" && word != "clear") {
-      fmt::print(stderr, "sagejit-cache: usage error: unknown command \"{}\" (commands: stat, list, verify, prune, clear)\n",
-                 word);
+      print_usage_error("sagejit-cache",
+                        fmt::format("unknown command \"{}\" (commands: stat, list, verify, prune, clear)", word));
       return exit_usage;
     }
     break;

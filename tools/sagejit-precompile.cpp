@@ -2,12 +2,14 @@
 // user code-object cache or into a directory laid out as a read-only system cache (shipped with an
 // install), so that first calls in an application are cache hits. docs/TOOLS.md describes the set of
 // code objects it builds and why.
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -25,6 +27,7 @@
 #include "core/target.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "platform/safe_file.hpp"
 #include "jit/compiler_choice.hpp"
 #include "jit/kernel_config.hpp"
 #include "kernels/registry.hpp"
@@ -227,30 +230,52 @@ std::string emit_file_name(const Planned& planned) {
                      target, nvidia ? ".cubin" : ".co");
 }
 
+// The emitted names are predictable: an unpredictable temp name (O_EXCL, O_NOFOLLOW) renamed into
+// place, so a symlink planted under the final name is replaced, never written through.
 void write_file(const fs::path& path, std::span<const std::byte> bytes) {
-  const fs::path temp = path.string() + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!out) fail(ErrorCode::cache_error, "--emit-dir: cannot write {}", temp.string());
-  }
-  fs::rename(temp, path);
+  write_file_atomically(path, bytes, 0644, ErrorCode::cache_error);
 }
 
 // A system cache is read by every user: directory 0755, entries 0644, no lock files left behind.
 // It also records which compilers built the entries (cache/prebuilt_manifest.hpp), so that a run
-// whose own compiler differs (hipRTC on a ROCm machine) still finds them.
+// whose own compiler differs (hipRTC on a ROCm machine) still finds them. Every change goes through
+// descriptors opened with O_NOFOLLOW inside the directory the cache checked (ours, and above it only
+// ours or root's): no symlink is followed to change a mode or to delete.
 void finish_system_cache(const fs::path& dir, const Plan& plan) {
   std::set<std::pair<std::string, std::string>> compilers;
   for (const Planned& planned : plan.jobs)
     compilers.emplace(to_string(planned.keyed.job.compiler->kind()), planned.keyed.job.compiler->identity());
   for (const auto& [kind, identity] : compilers) record_prebuilt_compiler(dir, {kind, identity});
-  ::chmod((dir / prebuilt_manifest_name).c_str(), 0644);
-  std::error_code error;
-  fs::remove_all(dir / "locks", error);
-  ::chmod(dir.c_str(), 0755);
-  for (const auto& entry : fs::directory_iterator(dir, error))
-    if (entry.is_regular_file() && entry.path().extension() == ".sjco") ::chmod(entry.path().c_str(), 0644);
+  const FileDescriptor dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir_fd) fail(ErrorCode::cache_error, "--system-cache {}: cannot open it: {}", dir.string(), std::strerror(errno));
+  std::string problem;
+  if (!remove_tree_at(dir_fd.get(), "locks", problem))
+    fail(ErrorCode::cache_error, "--system-cache {}: cannot remove the lock files: {}", dir.string(), problem);
+  std::vector<std::string> names{std::string(prebuilt_manifest_name)};
+  DIR* stream = ::fdopendir(::dup(dir_fd.get()));
+  if (stream == nullptr) fail(ErrorCode::cache_error, "--system-cache {}: cannot list it: {}", dir.string(), std::strerror(errno));
+  while (const dirent* item = ::readdir(stream))
+    if (std::string_view(item->d_name).ends_with(entry_suffix)) names.emplace_back(item->d_name);
+  ::closedir(stream);
+  for (const std::string& name : names)
+    if (!set_file_mode_at(dir_fd.get(), name, 0644, problem))
+      fail(ErrorCode::cache_error, "--system-cache {}: cannot make {} readable by every user: {}", dir.string(), name,
+           problem);
+  if (::fchmod(dir_fd.get(), 0755) != 0)
+    fail(ErrorCode::cache_error, "--system-cache {}: chmod 0755 failed: {}", dir.string(), std::strerror(errno));
+}
+
+// The planned entries that are not (or no longer) files in `dir`: refused, a full disk, a size cap
+// smaller than the entries.
+std::size_t entries_missing_from(const fs::path& dir, const Plan& plan, const std::vector<Outcome>& outcomes) {
+  std::size_t missing = 0;
+  for (std::size_t i = 0; i < plan.jobs.size(); ++i) {
+    if (outcomes[i].status == "FAILED") continue;
+    struct stat info {};
+    const fs::path entry = dir / entry_file_name(plan.jobs[i].keyed.key, plan.jobs[i].keyed.label);
+    if (::lstat(entry.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) ++missing;
+  }
+  return missing;
 }
 
 std::string config_cell(const KeyedJob& keyed) {
@@ -261,7 +286,6 @@ std::string config_cell(const KeyedJob& keyed) {
 int run(const Options& options) {
   if (options.verbose) log::set_level(log::Level::info);
   if (options.archs.empty()) fail(ErrorCode::invalid_argument, "--arch: give at least one arch (e.g. gfx1201,sm_90)");
-  if (options.jobs < 1) fail(ErrorCode::invalid_argument, "--jobs must be at least 1");
   if (options.cache_dir && options.system_cache)
     fail(ErrorCode::invalid_argument, "--cache-dir and --system-cache name two destinations; give one");
   std::optional<CompilerKind> requested;
@@ -273,22 +297,29 @@ int run(const Options& options) {
   settings.system_dir.reset();  // precompile fills a cache; it never counts a system entry as done
   if (options.cache_dir) settings.user_dir = fs::path(*options.cache_dir);
   if (options.system_cache) {
-    // Parents with the default (umask) mode, so every user can reach the entries; the cache itself
-    // makes only the last component (0700, opened up to 0755 when done).
-    std::error_code error;
-    const fs::path parent = fs::absolute(fs::path(*options.system_cache)).parent_path();
-    fs::create_directories(parent, error);
-    if (error)
-      fail(ErrorCode::invalid_argument, "--system-cache {}: cannot create its parent directory: {}", *options.system_cache,
-           error.message());
+    // Missing parents 0755 whatever the umask, so every user can reach the entries; the cache dir
+    // itself 0700 while it is filled, opened up to 0755 when done. The cache refuses a dir or parent
+    // that another user owns or could write.
     settings.user_dir = fs::path(*options.system_cache);
+    settings.user_dir_modes = DirModes{0755, 0700};
     settings.max_bytes = 0;  // a shipped cache is never pruned
   }
+  settings.create_user_dir = !options.dry_run;  // a dry run creates nothing
   if (!settings.user_dir && !options.dry_run && !options.emit_dir)
     fail(ErrorCode::cache_error,
-         "no cache directory: SAGEJIT_DISABLE_CACHE is set or no HOME/XDG_CACHE_HOME; give --cache-dir, "
+         "no cache directory: SAGEJIT_DISABLE_CACHE is set or no absolute HOME/XDG_CACHE_HOME; give --cache-dir, "
          "--system-cache or --emit-dir");
   CodeCache cache(settings);
+  const std::string destination_option = options.system_cache ? "--system-cache" : options.cache_dir ? "--cache-dir" : "cache dir";
+  if (settings.user_dir && !options.dry_run) {
+    // Compiling into a cache that will not keep the results would be work reported but not done.
+    if (!cache.active_user_dir())
+      fail(ErrorCode::cache_error, "{} {}: cannot store code objects there: {}", destination_option,
+           settings.user_dir->string(), cache.user_dir_problem());
+    if (!cache.user_dir_writable())
+      fail(ErrorCode::cache_error, "{} {}: cannot store code objects there: the directory is read-only",
+           destination_option, settings.user_dir->string());
+  }
 
   const std::string destination = settings.user_dir ? settings.user_dir->string() : std::string("(memory only)");
   fmt::print("sagejit-precompile: {} code objects for {} into {}{}\n", plan.jobs.size(), fmt::join(options.archs, ","),
@@ -316,9 +347,9 @@ int run(const Options& options) {
   std::optional<fs::path> emit_dir;
   if (options.emit_dir) {
     emit_dir = fs::path(*options.emit_dir);
-    std::error_code error;
-    fs::create_directories(*emit_dir, error);
-    if (error) fail(ErrorCode::invalid_argument, "--emit-dir {}: cannot create it: {}", emit_dir->string(), error.message());
+    const DirCheck check = check_trusted_dir(*emit_dir, TrustedOwners::self, "--emit-dir " + emit_dir->string(),
+                                             DirModes{0755, 0755});
+    if (!check.problem.empty()) fail(ErrorCode::cache_error, "{}", check.problem);
   }
 
   std::vector<Outcome> outcomes(plan.jobs.size());
@@ -342,10 +373,17 @@ int run(const Options& options) {
       } catch (const std::exception& error) {
         outcome.status = "FAILED";
         outcome.error = error.what();
-        progress.message(fmt::format("FAILED: {} {} [{}] {}: {}", planned.keyed.job.kernel->name,
-                                     config_cell(planned.keyed), specialization_text(planned.keyed.job.spec),
-                                     planned.keyed.rendered.target, error.what()));
-        progress.item_done(fmt::format("{}: FAILED", planned.keyed.rendered.name), true);
+        try {
+          progress.message(fmt::format("FAILED: {} {} [{}] {}: {}", planned.keyed.job.kernel->name,
+                                       config_cell(planned.keyed), specialization_text(planned.keyed.job.spec),
+                                       planned.keyed.rendered.target, error.what()));
+        } catch (...) {  // out of memory formatting the message; the summary still says FAILED
+        }
+        progress.item_done(planned.keyed.rendered.name + ": FAILED", true);
+      } catch (...) {  // never let an exception end a worker thread (std::terminate)
+        outcome.status = "FAILED";
+        outcome.error = "unknown exception";
+        progress.item_done(planned.keyed.rendered.name + ": FAILED", true);
       }
     }
   };
@@ -355,6 +393,7 @@ int run(const Options& options) {
   for (std::thread& thread : threads) thread.join();
   progress.finish();
   if (options.system_cache) finish_system_cache(*settings.user_dir, plan);
+  const std::size_t not_stored = settings.user_dir ? entries_missing_from(*settings.user_dir, plan, outcomes) : 0;
 
   SummaryTable table({{"kernel"},
                       {"config"},
@@ -398,7 +437,17 @@ int run(const Options& options) {
     fmt::print("{} compiled ({:.1f} s of compile time), {} already cached, {} failed\n", compiled, compile_ms / 1000.0,
                cached, failed);
   if (emit_dir) fmt::print("raw code objects written to {}\n", emit_dir->string());
-  if (options.system_cache)
+  if (not_stored > 0) {
+    const std::string problem = cache.user_dir_problem();
+    fail(ErrorCode::cache_error, "{} of {} code objects are not stored in {}: {}", not_stored, compiled + cached,
+         settings.user_dir->string(),
+         !problem.empty()      ? problem
+         : settings.max_bytes ? fmt::format("the cache cap SAGEJIT_CACHE_MAX_SIZE ({} bytes) is smaller than the "
+                                            "entries; raise it (0 = no cap)",
+                                            settings.max_bytes)
+                              : std::string("see the warnings above"));
+  }
+  if (options.system_cache && failed == 0)
     fmt::print("system cache ready: point SAGEJIT_SYSTEM_CACHE_DIR at {} (or install it as <prefix>/share/sagejit/cache)\n",
                settings.user_dir->string());
   return failed == 0 ? exit_ok : exit_failed;
@@ -421,7 +470,7 @@ int main(int argc, char** argv) {
   app.add_option("--system-cache", options.system_cache,
                  "Fill DIR laid out as a read-only system cache (e.g. <prefix>/share/sagejit/cache)");
   app.add_option("--emit-dir", options.emit_dir, "Also write each raw code object as <kernel>.<config>.<spec>.<arch>.co|.cubin");
-  app.add_option("--jobs,-j", options.jobs, "Parallel compiles (default: the number of cores)")->check(CLI::PositiveNumber);
+  app.add_option("--jobs,-j", options.jobs, "Parallel compiles (default: the number of cores)")->check(CLI::Range(1u, 4096u));
   app.add_option("--kernels", options.kernels, "Kernel names or families to build (default: every dispatched kernel)")
       ->delimiter(',');
   app.add_option("--dtype", options.dtypes, "Input dtypes to specialize for (default: bf16,fp16)")

@@ -1,7 +1,11 @@
 #include "common/cli.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include <fmt/format.h>
@@ -12,8 +16,24 @@
 #include "core/error.hpp"
 
 namespace sagejit::tools {
+namespace {
 
-int run_tool(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+// A tool started with 0, 1 or 2 closed would hand that number to the next file it opens (a cache
+// entry, a lock file) and then log into it. Opens /dev/null on each closed one; true when stdout
+// was closed (its output then went nowhere, which the exit code must say).
+bool reopen_closed_standard_streams() {
+  bool stdout_closed = false;
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    if (fd == STDOUT_FILENO) stdout_closed = true;
+    const int opened = ::open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
+    if (opened >= 0 && opened != fd) ::close(opened);  // cannot happen: open takes the lowest free number
+  }
+  return stdout_closed;
+}
+
+int parse_and_run(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+  const std::string name = app.get_name();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -23,32 +43,73 @@ int run_tool(CLI::App& app, int argc, char** argv, const std::function<int()>& b
     fmt::print("{}", app.help("", CLI::AppFormatMode::All));
     return exit_ok;
   } catch (const CLI::CallForVersion&) {
-    fmt::print("{}\n", tool_version_string(app.get_name()));
+    fmt::print("{}\n", tool_version_string(name));
     return exit_ok;
   } catch (const CLI::ParseError& error) {
-    fmt::print(stderr, "{}: usage error: {}\nRun '{} --help' for the accepted arguments.\n", app.get_name(),
-               error.what(), app.get_name());
+    print_usage_error(name, error.what());
     return exit_usage;
   }
   try {
     return body();
   } catch (const CLI::ParseError& error) {  // a check done by the tool after parsing
-    fmt::print(stderr, "{}: usage error: {}\n", app.get_name(), error.what());
+    print_usage_error(name, error.what());
     return exit_usage;
   } catch (const NoGpu& error) {
-    fmt::print(stderr, "{}: {}\n", app.get_name(), error.what());
+    print_stderr(fmt::format("{}: error (no GPU): {}\n", name, error.what()));
     return exit_no_gpu;
   } catch (const Error& error) {
-    fmt::print(stderr, "{}: error ({}): {}\n", app.get_name(), to_string(error.code()), error.what());
+    print_stderr(fmt::format("{}: error ({}): {}\n", name, to_string(error.code()), error.what()));
     switch (error.code()) {
       case ErrorCode::invalid_argument: return exit_usage;
       case ErrorCode::runtime_not_found: return exit_environment;
       default: return exit_failed;
     }
   } catch (const std::exception& error) {
-    fmt::print(stderr, "{}: error: {}\n", app.get_name(), error.what());
+    print_stderr(fmt::format("{}: error ({}): {}\n", name, to_string(ErrorCode::internal), error.what()));
     return exit_failed;
   }
+}
+
+}  // namespace
+
+void print_stderr(std::string_view text) noexcept {
+  // fwrite, not fmt::print: fmt throws when the write fails, and an error handler or a worker thread
+  // that throws ends the process in std::terminate. A message that cannot be written is dropped.
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+  std::clearerr(stderr);
+}
+
+void print_usage_error(const std::string& tool, std::string_view message) noexcept {
+  try {
+    print_stderr(fmt::format("{}: error ({}): {}; run '{} --help' for the accepted arguments\n", tool,
+                             to_string(ErrorCode::invalid_argument), message, tool));
+  } catch (...) {
+  }
+}
+
+int run_tool(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+  const bool stdout_closed = reopen_closed_standard_streams();
+  int code = exit_failed;
+  try {
+    code = parse_and_run(app, argc, argv, body);
+  } catch (...) {  // only a failure to format an error message (out of memory) gets here
+    print_stderr("error: out of memory while reporting an error\n");
+  }
+  // Output that did not reach stdout (a full disk, /dev/full, a closed stdout) is a failure too.
+  const bool flush_failed = std::fflush(stdout) != 0;
+  const int flush_error = errno;
+  if (flush_failed || std::ferror(stdout) != 0 || stdout_closed) {
+    const std::string reason = stdout_closed  ? std::string("it is closed")
+                               : flush_failed ? std::string(std::strerror(flush_error))
+                                              : std::string("a write failed");
+    try {
+      print_stderr(fmt::format("{}: error (output): cannot write the standard output: {}\n", app.get_name(), reason));
+    } catch (...) {
+    }
+    return code == exit_ok ? exit_failed : code;
+  }
+  return code;
 }
 
 std::string tool_version_string(const std::string& tool_name) {

@@ -3,6 +3,7 @@
 // error, a sagejit::Error and any other exception each end with one clear message and a distinct code.
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -18,10 +19,18 @@ enum ExitCode : int {
 };
 
 // Parses argv into `app`, then runs `body` and returns its exit code. --help prints and returns 0;
-// parse errors print CLI11's message naming the argument (plus a pointer to --help) and return
-// exit_usage; a sagejit::Error is printed as "<tool>: error: <message>" and mapped to an exit code
-// (invalid_argument -> usage, runtime_not_found -> environment, others -> failed).
+// every error is one line "<tool>: error (<kind>): <message>" on stderr (docs/TOOLS.md): a parse
+// error gives CLI11's message naming the argument (kind "invalid argument", plus a pointer to --help)
+// and exit_usage; a sagejit::Error is mapped to an exit code (invalid_argument -> usage,
+// runtime_not_found -> environment, others -> failed). Standard streams closed at start are reopened
+// on /dev/null; stdout that could not be written (closed, /dev/full) turns success into exit_failed.
 int run_tool(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
+
+// Writes `text` to stderr and never throws (fmt::print throws on a failed write): a message that
+// cannot be written is dropped. Every tool message on stderr goes through here.
+void print_stderr(std::string_view text) noexcept;
+// "<tool>: error (invalid argument): <message>; run '<tool> --help' for the accepted arguments".
+void print_usage_error(const std::string& tool, std::string_view message) noexcept;
 
 // "sagejit-precompile 0.1.0" for the current tool (used in tables the tools write).
 std::string tool_version_string(const std::string& tool_name);

@@ -2,12 +2,14 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "plan/attention_plan.hpp"
+#include "jit/kernel_desc.hpp"
+#include "platform/safe_file.hpp"
 
 namespace sagejit::tools {
 
@@ -115,9 +117,20 @@ AttentionShape parse_shape(std::string_view text, std::string_view what) {
   return shape;
 }
 
+namespace {
+constexpr std::size_t shapes_file_max_bytes = std::size_t{1} << 20;
+}  // namespace
+
 std::vector<AttentionShape> read_shapes_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail(ErrorCode::invalid_argument, "--shapes: cannot read \"{}\"", path);
+  // A shapes file is a short list; a FIFO or a device is refused instead of hanging or flooding.
+  std::istringstream in([&] {
+    try {
+      return read_regular_text_file(path, shapes_file_max_bytes, ErrorCode::invalid_argument,
+                                    "--shapes files are at most 1 MiB");
+    } catch (const Error& error) {
+      fail(ErrorCode::invalid_argument, "--shapes: {}", error.what());
+    }
+  }());
   std::vector<AttentionShape> shapes;
   std::string line;
   int number = 0;

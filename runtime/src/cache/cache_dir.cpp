@@ -11,6 +11,7 @@
 
 #include "cache/cache_entry.hpp"
 #include "cache/entry_io.hpp"
+#include "platform/safe_file.hpp"
 
 namespace sagejit {
 namespace fs = std::filesystem;
@@ -31,7 +32,13 @@ CacheDirListing scan_cache_dir(const fs::path& dir) {
   return listing;
 }
 
-bool remove_cache_file(const fs::path& path) { return ::unlink(path.c_str()) == 0 || errno == ENOENT; }
+bool remove_cache_file(const fs::path& path) {
+  if (::unlink(path.c_str()) == 0 || errno == ENOENT) return true;
+  // A directory named like an entry (unlink gives EISDIR, or EPERM on some systems) would block
+  // every publish of its key: remove it, without following any symlink inside.
+  std::string problem;
+  return (errno == EISDIR || errno == EPERM) && remove_tree(path, problem);
+}
 
 PruneReport prune_cache_dir(const fs::path& dir, std::uint64_t max_bytes) {
   PruneReport report;

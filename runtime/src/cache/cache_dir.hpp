@@ -26,7 +26,8 @@ struct CacheDirListing {
 // Lists entries and temp files without following symlinks; a file vanishing meanwhile is skipped.
 CacheDirListing scan_cache_dir(const std::filesystem::path& dir);
 
-// unlink(); true when the file is gone (removed now or already missing).
+// unlink(); a directory named like an entry is removed with its contents, never through a symlink.
+// True when the path is gone (removed now or already missing).
 bool remove_cache_file(const std::filesystem::path& path);
 
 struct PruneReport {

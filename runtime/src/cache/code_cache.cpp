@@ -38,11 +38,11 @@ std::string_view to_string(CacheHit hit) noexcept {
   return "?";
 }
 
-std::uint64_t parse_byte_size(std::string_view text, std::string_view what) {
+std::uint64_t parse_byte_size(std::string_view text, std::string_view what, std::string_view zero_means) {
   auto invalid = [&]() -> std::uint64_t {
     fail(ErrorCode::invalid_argument,
-         "{}=\"{}\" is not a size; use bytes or a number with K, M, G or T (binary units), e.g. 2G; 0 = no cap",
-         what, text);
+         "{}=\"{}\" is not a size; use bytes or a number with K, M, G or T (binary units), e.g. 2G; {}", what, text,
+         zero_means);
   };
   std::size_t digits = 0;
   std::uint64_t value = 0;
@@ -69,7 +69,9 @@ std::uint64_t parse_byte_size(std::string_view text, std::string_view what) {
 
 CodeCacheSettings CodeCacheSettings::from_environment() {
   CodeCacheSettings settings;
-  if (auto size = env::get("SAGEJIT_CACHE_MAX_SIZE")) settings.max_bytes = parse_byte_size(*size, "SAGEJIT_CACHE_MAX_SIZE");
+  if (auto size = env::get("SAGEJIT_CACHE_MAX_SIZE"))
+    settings.max_bytes = parse_byte_size(*size, "SAGEJIT_CACHE_MAX_SIZE", "0 = no cap");
+  settings.lock_timeout = env::seconds("SAGEJIT_LOCK_TIMEOUT", default_lock_timeout);
   if (env::flag("SAGEJIT_DISABLE_CACHE")) return settings;  // memory only
   settings.user_dir = default_user_cache_dir();
   settings.system_dir = default_system_cache_dir();
@@ -98,19 +100,33 @@ void CodeCache::go_memory_only(const std::string& reason) const {
 std::optional<fs::path> CodeCache::user_dir() const {
   if (!settings_.user_dir) return std::nullopt;
   std::call_once(user_dir_once_, [this] {
-    const std::string problem = prepare_user_cache_dir(*settings_.user_dir);
-    if (!problem.empty()) return go_memory_only(problem);
-    if (::mkdir((*settings_.user_dir / "locks").c_str(), 0700) != 0 && errno != EEXIST)
-      return go_memory_only(fmt::format("cannot create {}: {}", (*settings_.user_dir / "locks").string(),
-                                        std::strerror(errno)));
+    const std::optional<DirModes> create =
+        settings_.create_user_dir ? std::optional<DirModes>(settings_.user_dir_modes) : std::nullopt;
+    const DirCheck check = prepare_user_cache_dir(*settings_.user_dir, create);
+    if (!check.problem.empty()) {
+      if (!check.missing || settings_.create_user_dir) return go_memory_only(check.problem);
+      std::lock_guard lock(problem_mutex_);  // not created by an inspection: nothing to warn about
+      user_dir_problem_ = check.problem;
+      return;
+    }
+    bool writable = check.writable;
+    if (writable && settings_.create_user_dir && ::mkdir((*settings_.user_dir / "locks").c_str(), 0700) != 0 &&
+        errno != EEXIST)
+      writable = false;
+    user_dir_writable_.store(writable);
     user_dir_usable_.store(true);
-    log::debug("code-object cache: user dir {}", settings_.user_dir->string());
+    if (!writable && settings_.create_user_dir)
+      log::warn("code-object cache: {} is read-only: using its entries, keeping new code objects in memory",
+                settings_.user_dir->string());
+    log::debug("code-object cache: user dir {}{}", settings_.user_dir->string(), writable ? "" : " (read-only)");
   });
   if (!user_dir_usable_.load()) return std::nullopt;
   return settings_.user_dir;
 }
 
 std::optional<fs::path> CodeCache::active_user_dir() const { return user_dir(); }
+
+bool CodeCache::user_dir_writable() const { return user_dir() && user_dir_writable_.load(); }
 
 std::optional<fs::path> CodeCache::system_dir() const {
   if (!settings_.system_dir) return std::nullopt;
@@ -163,6 +179,12 @@ CodeObject CodeCache::read_entry(const fs::path& path, const CacheKey& key, bool
 void CodeCache::publish(const fs::path& dir, const CacheKey& key, const EntryLabel& label,
                         const std::vector<std::byte>& code) {
   const auto bytes = encode_entry(key, label, code);
+  if (settings_.max_bytes > 0 && bytes.size() > settings_.max_bytes) {
+    log::warn("code-object cache: not storing {} ({} bytes): larger than the cache cap of {} bytes "
+              "(SAGEJIT_CACHE_MAX_SIZE)",
+              entry_file_name(key, label), bytes.size(), settings_.max_bytes);
+    return;
+  }
   try {
     publish_file_atomically(dir, entry_file_name(key, label), bytes, settings_.publish_midway);
   } catch (const Error& error) {
@@ -211,6 +233,7 @@ CacheLookup CodeCache::get_or_compile(const CacheKey& key, const EntryLabel& lab
     slot->code = std::move(code);
     return CacheLookup{slot->code, hit, elapsed_ms(start)};
   };
+  auto compile_in_memory = [&] { return found(std::make_shared<const std::vector<std::byte>>(compile()), CacheHit::compiled); };
   const std::string file_name = entry_file_name(key, label);
 
   const auto dir = user_dir();
@@ -221,8 +244,10 @@ CacheLookup CodeCache::get_or_compile(const CacheKey& key, const EntryLabel& lab
       ::utimensat(AT_FDCWD, (*dir / file_name).c_str(), nullptr, 0);  // LRU: a hit makes it newest
       return found(std::move(code), CacheHit::user);
     }
+    if (!user_dir_writable_.load()) return compile_in_memory();
     ::mkdir((*dir / "locks").c_str(), 0700);  // again, in case `sagejit-cache clear` removed it
-    process_lock.emplace(*dir / "locks" / (key.hex() + ".lock"));
+    process_lock.emplace(*dir / "locks" / (key.hex() + ".lock"), settings_.lock_timeout);
+    if (process_lock->timed_out()) fail(ErrorCode::cache_error, "code-object cache: {}", process_lock->error());
     if (!process_lock->held())
       log::warn("code-object cache: {}; compiling without cross-process exclusion", process_lock->error());
     // Re-check under the lock: another process may have compiled it while we waited. A bad entry is
@@ -238,7 +263,7 @@ CacheLookup CodeCache::get_or_compile(const CacheKey& key, const EntryLabel& lab
   EntryLabel stored = label;
   stored.compile_ms = elapsed_ms(compile_start);
   stored.created_unix = static_cast<std::int64_t>(std::time(nullptr));
-  if (dir && user_dir_usable_.load()) publish(*dir, key, stored, *code);
+  if (dir && user_dir_usable_.load() && user_dir_writable_.load()) publish(*dir, key, stored, *code);
   return found(std::move(code), CacheHit::compiled);
 }
 
@@ -255,7 +280,7 @@ std::optional<fs::path> CodeCache::active_system_dir() const { return system_dir
 
 std::string CodeCache::user_dir_problem() const {
   if (user_dir()) return {};
-  if (!settings_.user_dir) return "disabled (SAGEJIT_DISABLE_CACHE or no HOME)";
+  if (!settings_.user_dir) return "disabled (SAGEJIT_DISABLE_CACHE, or no absolute XDG_CACHE_HOME or HOME)";
   std::lock_guard lock(problem_mutex_);
   return user_dir_problem_;
 }

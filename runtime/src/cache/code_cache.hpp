@@ -1,9 +1,10 @@
 #pragma once
 // The content-keyed code-object cache (DESIGN.md section 7): memory, then the read-only system
 // directory, then the user directory, then compile. One compile per key across threads (a per-key
-// slot mutex) and across processes (a per-key flock, re-checked after acquiring). Entries are
-// published atomically and validated on every read; a bad one is logged, removed and rebuilt.
-// Anything wrong with the directories degrades to memory-only with one warning, never an error.
+// slot mutex) and across processes (a per-key flock, re-checked after acquiring; the wait is bounded
+// by SAGEJIT_LOCK_TIMEOUT). Entries are published atomically and validated on every read; a bad one
+// is logged, removed and rebuilt. Anything wrong with the directories degrades to memory-only with
+// one warning, never an error; a read-only user dir is still read.
 #include <sys/types.h>
 
 #include <atomic>
@@ -21,6 +22,7 @@
 
 #include "cache/cache_entry.hpp"
 #include "cache/cache_key.hpp"
+#include "cache/cache_location.hpp"
 #include "cache/prebuilt_manifest.hpp"
 
 namespace sagejit {
@@ -32,19 +34,28 @@ using CodeObject = std::shared_ptr<const std::vector<std::byte>>;
 
 inline constexpr std::uint64_t default_cache_max_bytes = std::uint64_t{1} << 30;
 
-// "1073741824", "512K", "300M", "2G", "1T" (binary units, optional trailing "B"/"iB"); "0" = no cap.
-// Throws Error(invalid_argument) naming `what` and the accepted forms.
-std::uint64_t parse_byte_size(std::string_view text, std::string_view what);
+// "1073741824", "512K", "300M", "2G", "1T" (binary units, optional trailing "B"/"iB"). Throws
+// Error(invalid_argument) naming `what`, the accepted forms and `zero_means` (what 0 does there:
+// "0 = no cap" for SAGEJIT_CACHE_MAX_SIZE, "0 removes every entry" for prune --max-size).
+std::uint64_t parse_byte_size(std::string_view text, std::string_view what, std::string_view zero_means);
+
+inline constexpr std::chrono::seconds default_lock_timeout{900};
 
 struct CodeCacheSettings {
   std::optional<std::filesystem::path> user_dir;    // nullopt: memory-only
   std::optional<std::filesystem::path> system_dir;  // nullopt: none
   std::uint64_t max_bytes = default_cache_max_bytes;  // user-dir cap; 0 = unlimited
+  // false: never create the user dir or its locks/ (inspection: sagejit-cache, --dry-run); a missing
+  // dir is then simply not in use.
+  bool create_user_dir = true;
+  DirModes user_dir_modes;  // modes of the user dir and the parents it creates
+  // How long to wait for another process compiling the same key (SAGEJIT_LOCK_TIMEOUT).
+  std::chrono::milliseconds lock_timeout = default_lock_timeout;
   // Tests only: runs after half of an entry is written to its temp file (to kill a writer mid-publish).
   std::function<void()> publish_midway;
 
-  // From SAGEJIT_CACHE_DIR / XDG_CACHE_HOME / HOME, SAGEJIT_SYSTEM_CACHE_DIR, SAGEJIT_CACHE_MAX_SIZE
-  // and SAGEJIT_DISABLE_CACHE (which leaves both dirs unset).
+  // From SAGEJIT_CACHE_DIR / XDG_CACHE_HOME / HOME, SAGEJIT_SYSTEM_CACHE_DIR, SAGEJIT_CACHE_MAX_SIZE,
+  // SAGEJIT_LOCK_TIMEOUT and SAGEJIT_DISABLE_CACHE (which leaves both dirs unset).
   static CodeCacheSettings from_environment();
 };
 
@@ -76,8 +87,11 @@ class CodeCache {
   // Forgets `key` in memory and removes its user-dir entry: for a code object the runtime rejected.
   void evict(const CacheKey& key, const EntryLabel& label);
 
-  // The user dir when it is in use (created, trusted, writable), else nullopt (memory-only).
+  // The user dir when it is in use (exists, trusted), else nullopt (memory-only). A read-only one is
+  // in use for reading: its entries are found, new code objects stay in memory.
   std::optional<std::filesystem::path> active_user_dir() const;
+  // True when the active user dir takes new entries.
+  bool user_dir_writable() const;
   // The system dir when it is searched (exists, trusted), else nullopt.
   std::optional<std::filesystem::path> active_system_dir() const;
   // Why a configured dir is not in use ("" when it is); for the cache admin verbs (dev/cache_admin.hpp).
@@ -111,6 +125,7 @@ class CodeCache {
   mutable std::mutex problem_mutex_;       // guards user_dir_problem_
   mutable std::string user_dir_problem_;   // why the user dir is not in use
   mutable std::atomic<bool> user_dir_usable_{false};
+  mutable std::atomic<bool> user_dir_writable_{false};
   mutable std::atomic<bool> memory_only_warned_{false};
   mutable std::once_flag system_dir_once_;
   mutable std::string system_dir_problem_;

@@ -15,7 +15,8 @@ namespace sagejit {
 
 inline constexpr std::string_view temp_file_prefix = "tmp-";
 
-// Writes `bytes` to `dir`/`name`: a temp file "tmp-<pid>-<random>" in the same directory, write,
+// Writes `bytes` to `dir`/`name` (platform/safe_file.hpp write_file_atomically): a temp file
+// "tmp-<pid>-<random>" in the same directory (O_EXCL, O_NOFOLLOW), write,
 // fsync, rename over `name`, fsync the directory. `midway`, when set, runs after half the bytes are
 // written (tests use it to kill a writer mid-publish). Throws Error(cache_error) naming the step.
 void publish_file_atomically(const std::filesystem::path& dir, const std::string& name,

@@ -2,6 +2,7 @@
 // subprocess to turn a rendered HIP source into a code object, with no ROCm installed. This is how
 // gfx1201 kernels are built on machines whose hipRTC cannot target gfx12.
 #include <cctype>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -66,6 +67,10 @@ std::vector<std::string> clang_base_options(const std::string& target) {
           "--no-gpu-bundle-output", "-O3", "-std=c++17", "-mcode-object-version=5"};
 }
 
+// How long one clang run may take (SAGEJIT_COMPILE_TIMEOUT): a hung compiler would otherwise hold the
+// per-key lock and block every process needing that kernel.
+constexpr std::chrono::seconds default_compile_timeout{600};
+
 // Read by the clang driver itself and able to change any compile: it must be in the cache key.
 std::vector<std::string> clang_option_env_vars() { return {"CCC_OVERRIDE_OPTIONS"}; }
 
@@ -116,7 +121,17 @@ class ClangCompiler final : public Compiler {
     argv.insert(argv.end(), {"-o", output_name, source_name});
     // Run inside the private directory with relative names: the log then names the source as
     // "<stem>.hip:LINE:COL", with no temporary path in it.
-    const int status = run_process(argv, directory.file("compile.log"), directory.path());
+    const auto timeout = env::seconds("SAGEJIT_COMPILE_TIMEOUT", default_compile_timeout);
+    int status = 0;
+    try {
+      status = run_process(argv, directory.file("compile.log"), directory.path(), timeout);
+    } catch (const ProcessTimeout&) {
+      fail(ErrorCode::compile_error,
+           "{} did not finish compiling kernel '{}' for {} within {} s and was killed; SAGEJIT_COMPILE_TIMEOUT "
+           "sets the limit in seconds. Log so far:\n{}",
+           identity_, request.name, request.target, timeout.count(),
+           shorten_compiler_log(trim_trailing_newlines(read_file(directory.file("compile.log")))));
+    }
     result.log = trim_trailing_newlines(read_file(directory.file("compile.log")));
     if (status != 0) {
       if (status > 128) result.log += fmt::format("\n({} was killed by signal {})", executable_, status - 128);
@@ -125,7 +140,7 @@ class ClangCompiler final : public Compiler {
     const std::string code = read_file(directory.file(output_name));
     if (code.empty())
       fail(ErrorCode::compile_error, "{} exited 0 but wrote no code object for kernel '{}' ({}); log:\n{}", identity_,
-           request.name, request.target, result.log);
+           request.name, request.target, shorten_compiler_log(result.log));
     result.code.resize(code.size());
     std::memcpy(result.code.data(), code.data(), code.size());
     return result;
@@ -162,13 +177,16 @@ ClangLoadOutcome locate_clang() {
   try {
     const PrivateTempDir directory("sagejit-clang-version");
     const std::string output = directory.file("version.txt");
-    const int status = run_process({executable, "--version"}, output);
+    const int status =
+        run_process({executable, "--version"}, output, {}, env::seconds("SAGEJIT_COMPILE_TIMEOUT", default_compile_timeout));
     const std::string text = read_file(output);
     if (status != 0 || text.empty())
       return {nullptr, fmt::format("'{}' ({}) --version failed with status {}: {}", executable, origin, status, text)};
     return {std::make_unique<ClangCompiler>(executable, parse_clang_identity(text)), {}};
   } catch (const Error& error) {
     return {nullptr, error.what()};
+  } catch (const ProcessTimeout& timeout) {
+    return {nullptr, fmt::format("'{}' ({}) --version: {} (SAGEJIT_COMPILE_TIMEOUT)", executable, origin, timeout.what())};
   }
 }
 

@@ -61,6 +61,13 @@ std::optional<SourceLocation> first_error_location(std::string_view log, const s
   return std::nullopt;
 }
 
+std::string shorten_compiler_log(std::string_view log) {
+  constexpr std::size_t keep = 32 * 1024;
+  if (log.size() <= 2 * keep) return std::string(log);
+  return fmt::format("{}\n[... {} bytes of compiler output cut ...]\n{}", log.substr(0, keep), log.size() - 2 * keep,
+                     log.substr(log.size() - keep));
+}
+
 void throw_compile_error(std::string_view compiler, std::string_view name, std::string_view target,
                          const std::vector<std::string_view>& file_names, std::string_view source,
                          std::string_view log) {
@@ -70,7 +77,7 @@ void throw_compile_error(std::string_view compiler, std::string_view name, std::
                              location->line, location->source_line)
                : std::string("no error location found in the log\n");
   fail(ErrorCode::compile_error, "{} failed to compile kernel '{}' for {}: {}compiler log:\n{}", compiler, name, target,
-       where, log.empty() ? std::string_view("(empty)") : log);
+       where, log.empty() ? std::string("(empty)") : shorten_compiler_log(log));
 }
 
 std::string source_file_stem(std::string_view kernel_name) {

@@ -20,8 +20,12 @@ struct SourceLocation {
 std::optional<SourceLocation> first_error_location(std::string_view log, const std::vector<std::string_view>& file_names,
                                                    std::string_view source);
 
+// A compiler log fit for an error message: a log longer than 64 KiB keeps its first and last 32 KiB
+// and says how many bytes were cut between them (a runaway compiler can print megabytes).
+std::string shorten_compiler_log(std::string_view log);
+
 // Throws Error(compile_error): "<compiler> failed to compile <name> for <target>: first error at
-// line N of the rendered source: `<line>`\n<log>".
+// line N of the rendered source: `<line>`\n<log>", the log shortened by shorten_compiler_log.
 [[noreturn]] void throw_compile_error(std::string_view compiler, std::string_view name, std::string_view target,
                                       const std::vector<std::string_view>& file_names, std::string_view source,
                                       std::string_view log);

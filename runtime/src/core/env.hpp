@@ -2,6 +2,7 @@
 // Reading environment variables, in one place, so every variable sagejit honours is listed here
 // (sagejit-info prints them; option-changing ones enter the cache key).
 #include <array>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +13,9 @@ namespace sagejit::env {
 std::optional<std::string> get(const char* name);
 // "1", "true", "yes", "on" (case-insensitive) are true.
 bool flag(const char* name);
+// A whole number of seconds from 1 to 604800 (a week), else `fallback` when unset. Throws
+// Error(invalid_argument) naming the variable and the accepted values for anything else.
+std::chrono::seconds seconds(const char* name, std::chrono::seconds fallback);
 
 struct Variable {
   std::string_view name;
@@ -19,11 +23,13 @@ struct Variable {
 };
 
 inline constexpr std::array variables{
-    Variable{"SAGEJIT_LOG", "log level: off|warn|info|debug (default warn)"},
+    Variable{"SAGEJIT_LOG", "log level: off|warn|info|debug, any case (default warn)"},
     Variable{"SAGEJIT_CACHE_DIR", "user code-object cache directory (default $XDG_CACHE_HOME/sagejit or ~/.cache/sagejit)"},
     Variable{"SAGEJIT_SYSTEM_CACHE_DIR", "read-only system cache searched first (default <prefix>/share/sagejit/cache)"},
     Variable{"SAGEJIT_DISABLE_CACHE", "1: keep code objects in memory only"},
     Variable{"SAGEJIT_CACHE_MAX_SIZE", "size cap of the user cache before LRU pruning (e.g. 2G; default 1G)"},
+    Variable{"SAGEJIT_COMPILE_TIMEOUT", "seconds an offline (clang) compile may take before it is killed (default 600)"},
+    Variable{"SAGEJIT_LOCK_TIMEOUT", "seconds to wait for another process compiling the same kernel (default 900)"},
     Variable{"SAGEJIT_DUMP_DIR", "write rendered source, options and code object of every compile here"},
     Variable{"SAGEJIT_CLANG", "AMDGPU-capable clang used by the offline clang compiler (default clang++-22)"},
     Variable{"SAGEJIT_COMPILER", "kernel compiler on AMD GPUs: hiprtc | clang (default: hiprtc when it can build the arch, else clang); NVIDIA uses nvrtc"},

@@ -6,7 +6,7 @@ const char* to_string(ErrorCode code) noexcept {
   switch (code) {
     case ErrorCode::invalid_argument: return "invalid argument";
     case ErrorCode::unsupported: return "unsupported";
-    case ErrorCode::runtime_not_found: return "GPU runtime not found";
+    case ErrorCode::runtime_not_found: return "runtime or compiler not found";
     case ErrorCode::device_error: return "device error";
     case ErrorCode::compile_error: return "compile error";
     case ErrorCode::cache_error: return "cache error";

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -13,13 +14,14 @@ namespace sagejit::log {
 namespace {
 
 Level parse_level() {
-  const std::string value = env::get("SAGEJIT_LOG").value_or("warn");
+  std::string value = env::get("SAGEJIT_LOG").value_or("warn");
+  for (char& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));  // INFO = info
   if (value == "off" || value == "0" || value == "none") return Level::off;
   if (value == "info") return Level::info;
   if (value == "debug" || value == "trace") return Level::debug;
   if (value != "warn" && value != "warning" && !value.empty())
-    std::fprintf(stderr, "[sagejit %d warn] SAGEJIT_LOG=%s is not one of off|warn|info|debug; using warn\n",
-                 static_cast<int>(::getpid()), value.c_str());
+    std::fprintf(stderr, "[sagejit %d warn] SAGEJIT_LOG=%s is not one of off|warn|info|debug (any case); using warn\n",
+                 static_cast<int>(::getpid()), env::get("SAGEJIT_LOG")->c_str());
   return Level::warn;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// Leveled logging to stderr, configured by SAGEJIT_LOG=warn|info|debug (default warn; also "off").
+// Leveled logging to stderr, configured by SAGEJIT_LOG=warn|info|debug (default warn; also "off"; any
+// case). Writing never throws: a log line that cannot be written (stderr closed or full) is dropped.
 // Every line is tagged with the pid so interleaved multi-process logs stay readable:
 //   [sagejit 1234 info] attention: cache hit (disk, 0.4 ms)
 #include <string_view>

@@ -16,10 +16,19 @@ bool all_of(std::string_view text, int (*predicate)(int)) {
 
 int is_digit(int c) { return std::isdigit(c); }
 int is_lower_hex(int c) { return std::isdigit(c) || (c >= 'a' && c <= 'f'); }
-int is_feature_char(int c) { return std::islower(c) || std::isdigit(c) || c == '-' || c == '_'; }
+
+// The features an AMDGPU target ID may carry (LLVM AMDGPUUsage, "Target ID"); anything else is a typo
+// that would otherwise reach the compiler and fail there.
+constexpr std::string_view amd_target_features[] = {"sramecc", "xnack"};
+bool is_amd_target_feature(std::string_view name) {
+  for (const std::string_view known : amd_target_features)
+    if (name == known) return true;
+  return false;
+}
 
 constexpr std::string_view nvidia_form = "sm_XY (e.g. sm_90, sm_90a)";
-constexpr std::string_view amd_form = "gfxNNNN with optional feature suffixes (e.g. gfx1201, gfx942:sramecc+:xnack-)";
+constexpr std::string_view amd_form =
+    "gfxNNNN with optional feature suffixes sramecc+/- and xnack+/- (e.g. gfx1201, gfx942:sramecc+:xnack-)";
 
 }  // namespace
 
@@ -58,7 +67,7 @@ bool is_amd_target(std::string_view text) noexcept {
     const std::string_view feature = features.substr(0, next);
     // each feature is a name followed by + or -: "sramecc+", "xnack-"
     if (feature.size() < 2 || (feature.back() != '+' && feature.back() != '-') ||
-        !all_of(feature.substr(0, feature.size() - 1), is_feature_char))
+        !is_amd_target_feature(feature.substr(0, feature.size() - 1)))
       return false;
     if (next == std::string_view::npos) break;
     features.remove_prefix(next + 1);

@@ -28,7 +28,8 @@ struct Target {
 
 // "sm_90", "sm_90a", "sm_100f": sm_ + 2-3 digits + optional a/f suffix.
 bool is_nvidia_target(std::string_view text) noexcept;
-// "gfx1201", "gfx90a", "gfx942:sramecc+:xnack-": gfx + hex digits + optional ":feature+/-" suffixes.
+// "gfx1201", "gfx90a", "gfx942:sramecc+:xnack-": gfx + hex digits + optional ":feature+/-" suffixes,
+// the features being those of an AMDGPU target ID (sramecc, xnack).
 bool is_amd_target(std::string_view text) noexcept;
 
 // The part before the first ':' ("gfx1201:xnack-" -> "gfx1201"): the one place a suffix is cut off.

@@ -4,7 +4,11 @@
 #include <ctime>
 #include <system_error>
 
+#include <fmt/format.h>
+
 #include "cache/entry_io.hpp"
+#include "compiler/code_object_check.hpp"
+#include "core/target.hpp"
 
 namespace sagejit {
 namespace fs = std::filesystem;
@@ -55,7 +59,14 @@ std::vector<CacheEntryInfo> cache_list(const CodeCache& cache) {
         EntryCheck check = decode_entry(*read.bytes, key);
         info.valid = check.entry.has_value();
         info.problem = std::move(check.problem);
-        if (check.entry) info.label = std::move(check.entry->label);
+        if (check.entry) {
+          info.label = std::move(check.entry->label);
+          // Sound checksums over a payload that is no code object of its target are still a bad entry.
+          const auto target = try_parse_target(info.label.target);
+          info.problem = target ? code_object_problem(check.entry->payload, *target)
+                                : fmt::format("metadata names no valid target (\"{}\")", info.label.target);
+          info.valid = info.problem.empty();
+        }
       }
       part.push_back(std::move(info));
     }
@@ -74,7 +85,14 @@ VerifyReport cache_verify(const CodeCache& cache, bool fix) {
   for (auto& entry : cache_list(cache)) {
     ++report.checked;
     if (entry.valid) continue;
-    if (fix && !entry.system && remove_cache_file(entry.path)) ++report.removed;
+    if (fix && !entry.system) {
+      if (remove_cache_file(entry.path)) {
+        ++report.removed;
+        entry.removed = true;
+      } else {
+        entry.problem += " (could not remove it)";
+      }
+    }
     report.bad.push_back(std::move(entry));
   }
   if (const auto dir = cache.active_user_dir(); fix && dir) {

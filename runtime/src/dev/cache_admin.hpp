@@ -25,6 +25,7 @@ struct CacheEntryInfo {
   std::int64_t mtime_unix = 0;
   bool valid = false;
   std::string problem;  // why not valid
+  bool removed = false; // cache_verify with fix: it was removed
   EntryLabel label;     // from the entry's metadata when valid
 };
 

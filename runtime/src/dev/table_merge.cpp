@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "platform/safe_file.hpp"
 #include "tuning/table_file.hpp"
 
 namespace sagejit {
@@ -138,20 +139,10 @@ void write_table(const std::string& path, const nlohmann::json& table) {
   } catch (const Json::exception& e) {
     fail(ErrorCode::config_error, "{}: cannot write the tuning table: {}", path, e.what());
   }
-  const std::string temporary = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      std::remove(temporary.c_str());
-      fail(ErrorCode::config_error, "{}: cannot write the tuning table (temporary file {})", path, temporary);
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    fail(ErrorCode::config_error, "{}: cannot replace the tuning table", path);
-  }
+  // Atomically under an unpredictable temp name (O_EXCL|O_NOFOLLOW): a link planted at a predictable
+  // "<out>.tmp.<pid>" once truncated a victim's file.
+  write_file_atomically(path, std::span(reinterpret_cast<const std::byte*>(text.data()), text.size()), 0644,
+                        ErrorCode::config_error);
 }
 
 }  // namespace sagejit

@@ -1,11 +1,15 @@
 #include "jit/compile_dump.hpp"
 
+#include <atomic>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
+#include <span>
 
+#include "cache/cache_location.hpp"
 #include "core/env.hpp"
+#include "core/error.hpp"
 #include "core/log.hpp"
+#include "platform/safe_file.hpp"
 
 namespace sagejit {
 namespace {
@@ -17,10 +21,11 @@ std::string file_safe(std::string_view text) {
   return out;
 }
 
+// The names are predictable, so each file is written to an unpredictable temp name (O_EXCL,
+// O_NOFOLLOW) and renamed into place: a symlink planted under the final name is replaced, never
+// followed.
 void write_file(const std::filesystem::path& path, const void* data, std::size_t size) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
-  if (!out) throw std::runtime_error("cannot write " + path.string());
+  write_file_atomically(path, std::span(static_cast<const std::byte*>(data), size), 0600, ErrorCode::internal);
 }
 
 }  // namespace
@@ -29,7 +34,13 @@ void dump_compile_if_requested(const CompileDump& dump) noexcept {
   const auto dir = env::get("SAGEJIT_DUMP_DIR");
   if (!dir || dump.request == nullptr) return;
   try {
-    std::filesystem::create_directories(*dir);
+    // Created 0700 like a cache; a directory someone else controls is refused.
+    const DirCheck check = check_trusted_dir(*dir, TrustedOwners::self, "SAGEJIT_DUMP_DIR " + *dir, DirModes{});
+    if (!check.problem.empty()) {
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true)) log::warn("SAGEJIT_DUMP_DIR: not dumping compiles: {}", check.problem);
+      return;
+    }
     const std::string stem = file_safe(dump.request->name) + "." + dump.key.hex();
     const std::filesystem::path base(*dir);
     write_file(base / (stem + ".src"), dump.request->source.data(), dump.request->source.size());

@@ -5,6 +5,8 @@
 //   <name>.<key>.options.txt   the compiler identity and every option passed, one per line
 //   <name>.<key>.cubin | .co   the code object (when the compile succeeded)
 //   <name>.<key>.log           the compiler log (or the error)
+// The dir is created 0700 and must be ours (like a cache dir); each file is written under an
+// unpredictable temp name and renamed, so a symlink planted under a predictable name is never followed.
 #include <cstddef>
 #include <string>
 #include <vector>

@@ -9,6 +9,8 @@
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/target.hpp"
+#include "compiler/code_object_check.hpp"
 #include "jit/compile_dump.hpp"
 #include "jit/compiler_choice.hpp"
 
@@ -87,6 +89,10 @@ std::vector<std::byte> compile_and_dump(const KernelBuild& build, const Compiler
     dump.code = &result.code;
     dump.log = result.log;
     dump_compile_if_requested(dump);
+    // Never publish or load what is not a code object of this target.
+    if (const auto problem = code_object_problem(result.code, parse_target(request.target)); !problem.empty())
+      fail(ErrorCode::compile_error, "{} produced an unusable code object for kernel '{}': {}", dump.compiler_identity,
+           request.name, problem);
     return std::move(result.code);
   } catch (const Error& error) {
     dump.effective_options = request.options;
@@ -116,6 +122,10 @@ std::optional<PrebuiltLoad> load_prebuilt(
     label.compiler = compiler->identity();
     const std::optional<CacheLookup> found = cache.find_prebuilt(rendered_cache_key(build.rendered, *compiler), label);
     if (!found) continue;
+    if (const auto problem = code_object_problem(*found->code, parse_target(build.rendered.target)); !problem.empty()) {
+      log::warn("{}: ignoring the prebuilt code object of {}: {}", build.rendered.name, label.compiler, problem);
+      continue;
+    }
     try {
       return PrebuiltLoad{*found, device.load_module(ordinal, *found->code), label.compiler};
     } catch (const Error& error) {
@@ -204,7 +214,23 @@ KernelBuild plan_build(const KernelDesc& desc, const TileConfig& config, const S
 }
 
 CacheLookup build_code_object(CodeCache& cache, const KernelBuild& build, const Compiler& compiler) {
-  return cache.get_or_compile(build.key, build.label, [&] { return compile_and_dump(build, compiler); });
+  const auto lookup = [&] {
+    return cache.get_or_compile(build.key, build.label, [&] { return compile_and_dump(build, compiler); });
+  };
+  CacheLookup found = lookup();
+  if (found.hit == CacheHit::compiled) return found;  // compile_and_dump checked it
+  // A cached entry passed its checksums, but what it holds must still be a code object of this target.
+  const Target target = parse_target(build.rendered.target);
+  auto problem = code_object_problem(*found.code, target);
+  if (problem.empty()) return found;
+  log::warn("{}: the {} cache entry is not a usable code object ({}); compiling it again", build.rendered.name,
+            to_string(found.hit), problem);
+  cache.evict(build.key, build.label);
+  found = lookup();
+  if (found.hit != CacheHit::compiled && !(problem = code_object_problem(*found.code, target)).empty())
+    fail(ErrorCode::cache_error, "{}: the {} cache entry is not a usable code object ({}); run 'sagejit-cache verify "
+         "--fix' or reinstall the system cache", build.rendered.name, to_string(found.hit), problem);
+  return found;
 }
 
 const Target& device_target(Device& device, int ordinal) {

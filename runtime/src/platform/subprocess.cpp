@@ -6,9 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <string_view>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -38,6 +41,19 @@ class FileActions {
   posix_spawn_file_actions_t actions_{};
 };
 
+// posix_spawnattr_t with guaranteed cleanup.
+class SpawnAttributes {
+ public:
+  SpawnAttributes() { ::posix_spawnattr_init(&attributes_); }
+  ~SpawnAttributes() { ::posix_spawnattr_destroy(&attributes_); }
+  SpawnAttributes(const SpawnAttributes&) = delete;
+  SpawnAttributes& operator=(const SpawnAttributes&) = delete;
+  posix_spawnattr_t* get() { return &attributes_; }
+
+ private:
+  posix_spawnattr_t attributes_{};
+};
+
 void require_ok(int result, const char* what) {
   if (result != 0) fail(ErrorCode::internal, "{} failed: {}", what, std::strerror(result));
 }
@@ -60,7 +76,7 @@ std::string find_executable(const std::string& program) {
 }
 
 int run_process(const std::vector<std::string>& argv, const std::string& output_file,
-                const std::string& working_directory) {
+                const std::string& working_directory, std::chrono::milliseconds timeout) {
   if (argv.empty()) fail(ErrorCode::internal, "run_process: empty argv");
   FileActions actions;
   require_ok(::posix_spawn_file_actions_addopen(actions.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0),
@@ -78,14 +94,34 @@ int run_process(const std::vector<std::string>& argv, const std::string& output_
   for (const auto& argument : argv) arguments.push_back(const_cast<char*>(argument.c_str()));
   arguments.push_back(nullptr);
 
+  // Its own process group, so a timeout kills the compiler and everything it started (cc1, lld).
+  SpawnAttributes attributes;
+  require_ok(::posix_spawnattr_setpgroup(attributes.get(), 0), "posix_spawnattr_setpgroup");
+  require_ok(::posix_spawnattr_setflags(attributes.get(), POSIX_SPAWN_SETPGROUP), "posix_spawnattr_setflags");
+
   pid_t pid = 0;
-  const int spawned = ::posix_spawn(&pid, argv[0].c_str(), actions.get(), nullptr, arguments.data(), environ);
+  const int spawned = ::posix_spawn(&pid, argv[0].c_str(), actions.get(), attributes.get(), arguments.data(), environ);
   if (spawned != 0)
     fail(ErrorCode::runtime_not_found, "could not start '{}': {}", argv[0], std::strerror(spawned));
 
+  // Poll with a growing pause (a compile takes seconds): no signal handler or thread is needed.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::milliseconds(1);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) fail(ErrorCode::internal, "waitpid for '{}' failed: {}", argv[0], std::strerror(errno));
+  while (true) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) fail(ErrorCode::internal, "waitpid for '{}' failed: {}", argv[0], std::strerror(errno));
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      ::kill(-pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      throw ProcessTimeout(fmt::format("'{}' did not finish within {} s and was killed", argv[0],
+                                       std::chrono::duration_cast<std::chrono::seconds>(timeout).count()));
+    }
+    std::this_thread::sleep_for(std::min(pause, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)));
+    pause = std::min(pause * 2, std::chrono::milliseconds(50));
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);

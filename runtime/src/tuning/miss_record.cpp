@@ -5,10 +5,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "platform/safe_file.hpp"
 
 namespace sagejit {
 
@@ -16,26 +17,24 @@ void MissRecorder::record(const ProblemKey& key) {
   const std::string line = problem_key_to_json(key).dump() + "\n";
   std::lock_guard lock(mutex_);
   if (written_.contains(line)) return;
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  bool ok = fd >= 0;
-  int error = ok ? 0 : errno;
-  if (ok) {
-    ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-    if (!ok) error = errno;
-    ::close(fd);
-  }
-  if (ok) {
+  // Never through a planted symlink, into a FIFO or into a file that is not ours.
+  std::string problem;
+  const FileDescriptor fd = open_own_file_to_append(path_, 0644, problem);
+  if (fd && ::write(fd.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    problem = std::strerror(errno);
+  if (problem.empty()) {
     written_.insert(line);
   } else if (!warned_) {
     warned_ = true;
-    log::warn("SAGEJIT_RECORD_MISSES={}: cannot append a tuning miss: {}", path_, std::strerror(error));
+    log::warn("SAGEJIT_RECORD_MISSES={}: cannot append a tuning miss: {}", path_, problem);
   }
 }
 
 std::vector<ProblemKey> read_recorded_misses(const std::string& path) {
   std::vector<ProblemKey> keys;
-  std::ifstream in(path);
-  if (!in) return keys;
+  if (open_regular_file(path, Symlinks::follow).missing) return keys;
+  std::istringstream in(read_regular_text_file(path, max_misses_file_bytes, ErrorCode::config_error,
+                                               "the limit of a misses file"));
   std::set<std::string> seen;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {

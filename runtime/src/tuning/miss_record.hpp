@@ -1,5 +1,6 @@
 #pragma once
 // SAGEJIT_RECORD_MISSES: tuning lookups that were not exact, kept as JSON lines for the autotuner.
+#include <cstddef>
 #include <mutex>
 #include <set>
 #include <string>
@@ -10,7 +11,8 @@
 namespace sagejit {
 
 // Appends one line per distinct key (per process) to a file. Thread-safe. Each line goes out in one
-// append-mode write, so lines from concurrent processes do not interleave.
+// append-mode write, so lines from concurrent processes do not interleave. The file is opened without
+// following a symlink and must be a regular file of this user with one link.
 class MissRecorder {
  public:
   explicit MissRecorder(std::string path) : path_(std::move(path)) {}
@@ -25,8 +27,12 @@ class MissRecorder {
   bool warned_ = false;
 };
 
+// A misses file holds one short line per distinct problem; anything larger is not one.
+inline constexpr std::size_t max_misses_file_bytes = std::size_t{64} << 20;
+
 // Reads a misses file back: distinct keys in first-seen order. A missing file is an empty list; a
-// malformed line throws Error(config_error) naming "<path>:<line>".
+// malformed line, a file that is not regular or is over max_misses_file_bytes throws
+// Error(config_error) naming "<path>:<line>" or the file.
 std::vector<ProblemKey> read_recorded_misses(const std::string& path);
 
 }  // namespace sagejit

@@ -2,14 +2,13 @@
 // process-wide instance built from both.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/embedded_file.hpp"
+#include "platform/safe_file.hpp"
 #include "tuning/tuning_table.hpp"
 
 namespace sagejit {
@@ -18,12 +17,10 @@ namespace {
 namespace fs = std::filesystem;
 
 TableFile read_table_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorCode::config_error, "{}: cannot read the tuning table", path.string());
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail(ErrorCode::config_error, "{}: cannot read the tuning table", path.string());
-  return parse_table(text.str(), path.string());
+  // A regular file of bounded size: a FIFO would hang every process, /dev/zero would grow without end.
+  return parse_table(read_regular_text_file(path, max_table_file_bytes, ErrorCode::config_error,
+                                            "the size limit of a tuning table"),
+                     path.string());
 }
 
 }  // namespace

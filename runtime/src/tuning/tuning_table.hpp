@@ -4,6 +4,7 @@
 //
 //   const Lookup found = tuning_tables().lookup(key);   // throws Error(config_error) on a bad table
 //   const KernelSpace& space = tuning_tables().space("attention", "gfx1201");   // for the autotuner
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,10 @@ class TuningTables {
 // contributes its *.json files). Throws Error(config_error) naming the file at fault.
 TuningTables load_tuning_tables(const std::optional<std::string>& config_path,
                                 const std::optional<std::string>& record_misses = std::nullopt);
+
+// The largest tuning-table file read (shipped tables are KiB; a large autotuned one a few MiB). A
+// larger file, like one that is not a regular file (a FIFO, /dev/zero), is a config_error naming it.
+inline constexpr std::size_t max_table_file_bytes = std::size_t{16} << 20;
 
 // Files of one SAGEJIT_CONFIG_PATH item (a file, or a dir's *.json in name order), validated.
 std::vector<TableFile> read_table_path_item(const std::string& item);
