@@ -76,12 +76,14 @@ def main():
 
     old = load_old_package(args.old_python, args.old_library) if args.old_python else None
     import sagejit
+    from sagejit import _op
 
     q, k, v = (torch.randn(1, 2, 128, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     op = torch.ops.sagejit.sageattn.default
     rows = {
         "sagejit.sageattn": lambda: sagejit.sageattn(q, k, v),
         "torch.ops.sagejit.sageattn": lambda: op(q, k, v, 0, False, None, True, False),
+        "the op's CUDA kernel (no dispatcher)": lambda: _op._gpu_kernel(q, k, v, 0, False, None, True, False),
         "torch SDPA (default backend)": lambda: F.scaled_dot_product_attention(q, k, v),
     }
     if old is not None:
