@@ -162,7 +162,8 @@ TEST_CASE("duplicates: lower measured time wins, unmeasured never beats measured
 
 TEST_CASE("the merged table depends only on the set of entries: every order, every split into runs") {
   const Json base = shipped("sm_90.json");
-  const Json problem = problem_for(static_cast<int>(random_in(0, 100)));
+  const int index = static_cast<int>(random_in(0, 100));
+  const Json problem = problem_for(index);
   // Every kind of entry for one problem: measured (two with one time: the config, then the text
   // decides), unmeasured with a reason, an all-failed autotuner result; plus another problem's entry.
   Json unmeasured = tuned_entry(problem);
@@ -173,7 +174,7 @@ TEST_CASE("the merged table depends only on the set of entries: every order, eve
   all_failed["config"] = random_config();
   std::vector<Json> entries = {measured_as(tuned_entry(problem), 50.5, "2026-11-30"),
                                measured_as(tuned_entry(problem), 50.5, "2026-11-29"), unmeasured, all_failed,
-                               tuned_entry(problem_for(static_cast<int>(random_in(101, 200))))};
+                               tuned_entry(problem_for(index + 1))};  // another dtype: another problem
   std::sort(entries.begin(), entries.end());
   std::string expected;
   int orders = 0;
