@@ -29,38 +29,15 @@
 #include "tuning/miss_record.hpp"
 #include "tuning/tuning_table.hpp"
 
+#include "hardening_test_support.hpp"
+
 using namespace sagejit;
 namespace fs = std::filesystem;
 
 namespace {
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) saved_ = old;
-    if (value) ::setenv(name, value->c_str(), 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (saved_) ::setenv(name_, saved_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> saved_;
-};
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
+using test::ScopedEnv;
+using test::error_of;
 
 std::string text_of(const fs::path& path) {
   const auto bytes = test::read_bytes(path);
