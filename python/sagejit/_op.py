@@ -20,8 +20,8 @@ import threading
 
 import torch
 
-from ._library import Tensor, check, library
-from ._torch_tensors import to_c_tensor
+from ._library import SagejitError, Tensor, UnsupportedCall, check, last_error, library
+from ._torch_tensors import INVALID_ARGUMENT, to_c_tensor
 
 LAYOUT_CODES = {"HND": 0, "NHD": 1}
 _MIN_TORCH = (2, 4)
@@ -35,6 +35,16 @@ def _torch_version():
 if _torch_version() < _MIN_TORCH:
     raise ImportError(f"sagejit's torch operator needs torch >= {'.'.join(map(str, _MIN_TORCH))} "
                       f"(torch.library.register_fake); this is torch {torch.__version__}")
+
+
+def check_op_arguments(q, k, v, layout):
+    """What every kernel of the op checks first, fake kernel included: the layout code, and one device for q,
+    k and v (else the Meta key of a meta input would run the fake kernel and return empty memory)."""
+    if isinstance(layout, bool) or not isinstance(layout, int) or layout not in (0, 1):
+        raise SagejitError(INVALID_ARGUMENT, f"layout {layout!r} is not 0 (HND) or 1 (NHD)")
+    if k.device != q.device or v.device != q.device:
+        raise SagejitError(INVALID_ARGUMENT, f"q, k and v must be on one device (q: {q.device}, k: {k.device}, "
+                           f"v: {v.device})")
 
 
 def lse_shape(q, layout):
@@ -84,6 +94,13 @@ class _Signature:
                                                    ctypes.byref(nbytes)))
             self.options.lse = None
             self.workspace_bytes = nbytes.value
+        else:
+            # The emulator's kernels: ask whether the call is supported before anything is allocated
+            # for it (a sequence past the limits is UnsupportedCall, not torch failing to allocate).
+            supported = ctypes.c_int(0)
+            check(library().sagejit_supports_target(*self.args, None, ctypes.byref(supported)))
+            if supported.value != 1:
+                raise UnsupportedCall(last_error())
 
     def bind(self, q, k, v, out, lse):
         self.cq.data, self.ck.data, self.cv.data, self.cout.data = (
@@ -125,6 +142,7 @@ def _current_stream(device):
 
 
 def _gpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+    check_op_arguments(q, k, v, layout)
     signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu=True)
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = _empty_lse(q, signature)
@@ -136,6 +154,7 @@ def _gpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
 
 
 def _cpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+    check_op_arguments(q, k, v, layout)
     signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu=False)
     out = torch.empty(q.shape, dtype=q.dtype)
     lse = _empty_lse(q, signature)
@@ -146,6 +165,7 @@ def _cpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
 
 
 def _fake_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+    check_op_arguments(q, k, v, layout)
     out = q.new_empty(q.shape)
     lse = q.new_empty(lse_shape(q, layout) if return_lse else (0,), dtype=torch.float32)
     return out, lse
