@@ -84,23 +84,27 @@ class _Signature:
         self.lse_shape = lse_shape(q, layout) if return_lse else None
         self.args = tuple(ctypes.byref(x) for x in (self.cq, self.ck, self.cv, self.cout, self.options))
         self.workspace_bytes = 0
-        if measure_workspace:
-            # The workspace depends on whether an LSE is written (a per-row correction term): measure
-            # with a non-null LSE pointer when one is asked for (workspace_size reads no data).
-            placeholder = (ctypes.c_float * 1)()
-            self.options.lse = ctypes.addressof(placeholder) if return_lse else None
-            nbytes = ctypes.c_size_t(0)
-            check(library().sagejit_workspace_size(self.args[0], self.args[1], self.args[2], self.args[4],
-                                                   ctypes.byref(nbytes)))
+        # Asked before anything is allocated for the call, with placeholder addresses (no data is read):
+        # a GPU call's workspace, which depends on whether an LSE is written (a per-row correction term),
+        # or whether the emulator's kernels take the call at all (a sequence past the limits is
+        # UnsupportedCall, not torch failing to allocate its output).
+        placeholder = (ctypes.c_float * 1)()
+        self.options.lse = ctypes.addressof(placeholder) if return_lse else None
+        self.cout.data = ctypes.addressof(placeholder)
+        try:
+            if measure_workspace:
+                nbytes = ctypes.c_size_t(0)
+                check(library().sagejit_workspace_size(self.args[0], self.args[1], self.args[2], self.args[4],
+                                                       ctypes.byref(nbytes)))
+                self.workspace_bytes = nbytes.value
+            else:
+                supported = ctypes.c_int(0)
+                check(library().sagejit_supports_target(*self.args, None, ctypes.byref(supported)))
+                if supported.value != 1:
+                    raise UnsupportedCall(last_error())
+        finally:
             self.options.lse = None
-            self.workspace_bytes = nbytes.value
-        else:
-            # The emulator's kernels: ask whether the call is supported before anything is allocated
-            # for it (a sequence past the limits is UnsupportedCall, not torch failing to allocate).
-            supported = ctypes.c_int(0)
-            check(library().sagejit_supports_target(*self.args, None, ctypes.byref(supported)))
-            if supported.value != 1:
-                raise UnsupportedCall(last_error())
+            self.cout.data = None
 
     def bind(self, q, k, v, out, lse):
         self.cq.data, self.ck.data, self.cv.data, self.cout.data = (

@@ -49,10 +49,13 @@ def scale_value(value, name="sm_scale"):
                            "a 0-d tensor)")
     try:
         result = float(value)
-    except (TypeError, ValueError, OverflowError) as error:
+    except OverflowError:  # an int past every float
+        result = math.inf
+    except (TypeError, ValueError) as error:
         raise SagejitError(INVALID_ARGUMENT, f"{name} {value!r} is not a number: {error}") from None
     if not (math.isfinite(result) and 0.0 < result <= _FLOAT32_MAX):
-        raise SagejitError(INVALID_ARGUMENT, f"{name} {value!r} is not a finite number > 0 within float32 "
+        shown = repr(value) if len(repr(value)) <= 40 else f"{result:g}"
+        raise SagejitError(INVALID_ARGUMENT, f"{name} {shown} is not a finite number > 0 within float32 "
                            f"(at most {_FLOAT32_MAX:.7g})")
     return result
 

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""The tests a `make test` run skipped, with their reasons, read from ctest's and pytest's JUnit files:
+skip_report.py <ctest.xml> <pytest.xml> [--require-only-gpu-skips].
+
+A ctest test skips by exiting 77 (SKIP_RETURN_CODE; the doctest main prints one "SAGEJIT-SKIP: <case>:
+<reason>" line per skipped case, tests/skip_support.hpp); a pytest test through pytest.skip. Only GPU
+tests may skip in CI (ctest's test_gpu_*, pytest's *_gpu.py): with --require-only-gpu-skips any other
+skip makes the exit status 1, after the list."""
+import os
+import sys
+import xml.etree.ElementTree as ElementTree
+
+SKIP_LINE = "SAGEJIT-SKIP: "
+
+
+def _ctest_skips(path):
+    for case in ElementTree.parse(path).iter("testcase"):
+        skipped = case.find("skipped")
+        if skipped is None:
+            continue
+        name = case.get("name", "?")
+        output = case.findtext("system-out") or ""
+        reasons = [line[len(SKIP_LINE):].strip() for line in output.splitlines() if line.startswith(SKIP_LINE)]
+        for reason in reasons or [skipped.get("message") or "no reason given"]:
+            yield "ctest", name, reason, name.startswith("test_gpu_")
+
+
+def _pytest_skips(path):
+    for case in ElementTree.parse(path).iter("testcase"):
+        skipped = case.find("skipped")
+        if skipped is None:
+            continue
+        module = case.get("classname", "")
+        name = f"{module}::{case.get('name', '?')}" if module else case.get("name", "?")
+        reason = skipped.get("message") or skipped.text or "no reason given"
+        gpu = module.rsplit(".", 1)[-1].endswith("_gpu")
+        yield "pytest", name, reason.strip(), gpu
+
+
+def main(argv):
+    strict = "--require-only-gpu-skips" in argv
+    paths = [arg for arg in argv if not arg.startswith("--")]
+    if len(paths) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    skips, missing = [], []
+    for path, reader in zip(paths, (_ctest_skips, _pytest_skips)):
+        if os.path.isfile(path):
+            skips.extend(reader(path))
+        else:
+            missing.append(path)
+    print(f"Skipped tests: {len(skips)}" + ("" if skips else " (none)"))
+    for runner, name, reason, gpu in skips:
+        print(f"  {runner} {name}{'' if gpu else ' [not a GPU test]'}: {reason}")
+    for path in missing:
+        print(f"  (no report at {path}: that part of the tests did not run)")
+    not_gpu = [name for _, name, _, gpu in skips if not gpu]
+    if strict and (not_gpu or missing):
+        print(f"error: only GPU tests may skip here, and {len(not_gpu)} other test(s) did"
+              + (" and a report is missing" if missing else ""), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
