@@ -466,6 +466,18 @@ TEST_CASE("(b)-(d) a library or directory others could write is refused by name;
   }
 }
 
+TEST_CASE("NVRTC from a directory off the linker path (pip's nvidia/cu13/lib) loads its builtins from there") {
+  require_nothing_loaded();
+  const std::string dir = trees().place("pip-nvrtc/lib", {{"nvrtc13", "libnvrtc.so.13"}, {"nvrtc12", "libnvrtc-builtins.so.13.0"}});
+  DiscoveryInputs inputs;
+  inputs.handed_over = {{dir, "handed over by the host"}};
+  inputs.search_sonames = false;
+  const auto chosen = discover_library(RuntimeLibrary::nvrtc, inputs, nullptr);
+  CHECK(path_of(chosen) == canonical(dir + "/libnvrtc.so.13"));
+  REQUIRE(chosen.companions.size() == 1);
+  CHECK(chosen.companions[0].path() == canonical(dir + "/libnvrtc-builtins.so.13.0"));
+}
+
 TEST_CASE("relative library directories: refused when handed over, ignored (with a warning) in SAGEJIT_LIBRARY_DIRS") {
   require_nothing_loaded();
   CHECK(sagejit_set_library_search_dirs("_rocm_sdk_core_x/lib") == SAGEJIT_ERROR_INVALID_ARGUMENT);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <system_error>
 #include <utility>
@@ -233,6 +234,37 @@ class Search {
   std::vector<std::string> attempts_;
 };
 
+// NVRTC dlopens its builtins (libnvrtc-builtins.so.<major>.<minor>) by soname at the first compile.
+// pip's wheel (nvidia/cu13/lib) is on no linker path, so the builtins next to the chosen NVRTC are
+// loaded first (newest name first, trust-checked like NVRTC itself); the linker then matches the
+// soname to the loaded copy. Where the linker finds them anyway this changes nothing.
+std::vector<DynamicLibrary> nvrtc_builtins_next_to(const DynamicLibrary& nvrtc) {
+  constexpr std::string_view prefix = "libnvrtc-builtins.so.";
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& item : std::filesystem::directory_iterator(nvrtc.directory(), error)) {
+    const std::string name = item.path().filename().string();
+    if (name.starts_with(prefix)) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end(), std::greater<>());
+  std::vector<DynamicLibrary> loaded;
+  for (const std::string& name : names) {
+    const std::string file = nvrtc.directory() + "/" + name;
+    if (const std::string untrusted = untrusted_library_file_reason(file, "NVRTC's builtins " + file);
+        !untrusted.empty()) {
+      log::warn("{}; not loaded", untrusted);
+      continue;
+    }
+    std::vector<std::string> attempts;
+    if (auto library = DynamicLibrary::open_first({file}, attempts)) {
+      loaded.push_back(std::move(*library));
+      break;
+    }
+    log::debug("NVRTC's builtins {} did not load: {}", file, describe_attempts(attempts));
+  }
+  return loaded;
+}
+
 // Rule (c)'s directories given by the host, and whether they can still change.
 struct HandOver {
   std::mutex mutex;
@@ -285,7 +317,9 @@ std::string DiscoveredLibrary::rule_text() const {
 
 DiscoveredLibrary discover_library(RuntimeLibrary which, const DiscoveryInputs& inputs,
                                    const DiscoveredLibrary* hip_runtime) {
-  return Search(which, inputs).run(hip_runtime);
+  DiscoveredLibrary chosen = Search(which, inputs).run(hip_runtime);
+  if (which == RuntimeLibrary::nvrtc && chosen.library) chosen.companions = nvrtc_builtins_next_to(*chosen.library);
+  return chosen;
 }
 
 DiscoveryInputs process_discovery_inputs(RuntimeLibrary which) {
