@@ -6,6 +6,7 @@ A ctest test skips by exiting 77 (SKIP_RETURN_CODE; the doctest main prints one 
 <reason>" line per skipped case, tests/skip_support.hpp); a pytest test through pytest.skip. Only GPU
 tests may skip in CI (ctest's test_gpu_*, pytest's *_gpu.py): with --require-only-gpu-skips any other
 skip makes the exit status 1, after the list."""
+import ast
 import os
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -31,9 +32,15 @@ def _pytest_skips(path):
         if skipped is None:
             continue
         module = case.get("classname", "")
-        name = f"{module}::{case.get('name', '?')}" if module else case.get("name", "?")
-        reason = skipped.get("message") or skipped.text or "no reason given"
-        gpu = module.rsplit(".", 1)[-1].endswith("_gpu")
+        name = f"{module}::{case.get('name', '?')}" if module else case.get("name", "?")  # "" : a whole file
+        reason = skipped.get("message") or ""
+        if not reason or reason == "collection skipped":  # a module-level skip: "<file>:<line>: <reason>"
+            reason = (skipped.text or reason or "no reason given").strip()
+            try:  # pytest writes ('<file>', <line>, 'Skipped: <reason>')
+                reason = str(ast.literal_eval(reason)[2])
+            except (ValueError, SyntaxError, TypeError, IndexError):
+                pass
+        gpu = any(part.endswith("_gpu") for part in (module or name).split("."))
         yield "pytest", name, reason.strip(), gpu
 
 
