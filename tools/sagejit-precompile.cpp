@@ -357,8 +357,8 @@ int run(const Options& options) {
                      planned.keyed.rendered.target, planned.keyed.job.compiler->identity(), state});
     }
     table.print();
-    fmt::print("dry run: {} to compile ({} of them over a bad entry), {} already cached; nothing was compiled\n",
-               plan.jobs.size() - cached, bad, cached);
+    fmt::print("dry run: {} to compile{}, {} already cached; nothing was compiled\n", plan.jobs.size() - cached,
+               bad ? fmt::format(" ({} over a bad entry)", bad) : std::string(), cached);
     return exit_ok;
   }
 
