@@ -15,6 +15,8 @@ VENV_LIBRARY_DIRS = $(shell cd python && $(abspath $(VENV))/bin/python -c \
   "from sagejit import _runtime_dirs as r; print(':'.join(r.runtime_search_dirs()))")$(if $(SAGEJIT_LIBRARY_DIRS),:$(SAGEJIT_LIBRARY_DIRS))
 # ctest's and pytest's JUnit reports, read back for the list of skipped tests.
 TEST_REPORTS = $(abspath $(BUILD_DIR))/test-reports
+# A subset of the C++ tests: make test-cpp CTEST_ARGS="-R test_sm90_kernel".
+CTEST_ARGS ?=
 # In CI only GPU tests may skip (tools/scripts/skip_report.py); elsewhere a skip is listed, not an error.
 SKIP_POLICY = $(if $(filter true,$(CI)),--require-only-gpu-skips,)
 
@@ -45,7 +47,7 @@ test: test-cpp test-python test-wheel
 test-cpp: build python-env
 	@mkdir -p $(TEST_REPORTS) && rm -f $(TEST_REPORTS)/ctest.xml
 	@cd $(BUILD_DIR) && SAGEJIT_LIBRARY_DIRS="$(VENV_LIBRARY_DIRS)" ctest --output-on-failure -j $(JOBS) \
-	  --output-junit $(TEST_REPORTS)/ctest.xml
+	  --output-junit $(TEST_REPORTS)/ctest.xml $(CTEST_ARGS)
 
 python-env: deps
 	@./tools/scripts/python_env.sh $(VENV) $(PYTHON_TEST_REQUIREMENTS)

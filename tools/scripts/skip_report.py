@@ -57,8 +57,13 @@ def main(argv):
         else:
             missing.append(path)
     print(f"Skipped tests: {len(skips)}" + ("" if skips else " (none)"))
+    groups = {}  # the parametrized cases of one test with one reason are one line
     for runner, name, reason, gpu in skips:
-        print(f"  {runner} {name}{'' if gpu else ' [not a GPU test]'}: {reason}")
+        key = (runner, name.split("[", 1)[0], reason, gpu)
+        groups[key] = groups.get(key, 0) + 1
+    for (runner, name, reason, gpu), count in groups.items():
+        times = f" (x{count})" if count > 1 else ""
+        print(f"  {runner} {name}{times}{'' if gpu else ' [not a GPU test]'}: {reason}")
     for path in missing:
         print(f"  (no report at {path}: that part of the tests did not run)")
     not_gpu = [name for _, name, _, gpu in skips if not gpu]
