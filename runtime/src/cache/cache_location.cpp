@@ -2,12 +2,6 @@
 
 #include <unistd.h>
 
-#include <cerrno>
-#include <climits>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
-
 #include <fmt/format.h>
 
 #include "build_info.hpp"
