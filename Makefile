@@ -9,6 +9,16 @@ APT_PACKAGES := cmake ninja-build g++ make pkg-config clang-22 lld-22 llvm-22 \
 # The venv `make test` runs the Python tests in, and what it holds.
 VENV ?= .venv
 PYTHON_TEST_REQUIREMENTS := python/requirements-test.txt
+# The GPU-runtime directories of that venv (pip's NVRTC wheel: nvidia/cu13/lib), found by the package's own
+# rule (sagejit/_runtime_dirs.py) and handed to the C++ tests as SAGEJIT_LIBRARY_DIRS, ahead of the caller's.
+VENV_LIBRARY_DIRS = $(shell cd python && $(abspath $(VENV))/bin/python -c \
+  "from sagejit import _runtime_dirs as r; print(':'.join(r.runtime_search_dirs()))")$(if $(SAGEJIT_LIBRARY_DIRS),:$(SAGEJIT_LIBRARY_DIRS))
+# ctest's and pytest's JUnit reports, read back for the list of skipped tests.
+TEST_REPORTS = $(abspath $(BUILD_DIR))/test-reports
+# A subset of the C++ tests: make test-cpp CTEST_ARGS="-R test_sm90_kernel".
+CTEST_ARGS ?=
+# In CI only GPU tests may skip (tools/scripts/skip_report.py); elsewhere a skip is listed, not an error.
+SKIP_POLICY = $(if $(filter true,$(CI)),--require-only-gpu-skips,)
 
 .PHONY: all deps configure build demo python-env test test-cpp test-python test-wheel test-gpu sanitize clean
 
@@ -28,18 +38,25 @@ build: configure
 demo: build
 	@./tools/scripts/demo.sh $(BUILD_DIR)
 
-# The C++ tests (ctest), then the Python tests (pytest, in the venv), then the wheel as a user gets it.
+# The C++ tests (ctest), then the Python tests (pytest, in the venv), then the wheel as a user gets it;
+# last, every test that skipped, with its reason.
 test: test-cpp test-python test-wheel
+	@python3 tools/scripts/skip_report.py $(TEST_REPORTS)/ctest.xml $(TEST_REPORTS)/pytest.xml $(SKIP_POLICY)
 
-test-cpp: build
-	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+# After python-env: the NVRTC that the sm_90 compile tests need is the venv's pip wheel.
+test-cpp: build python-env
+	@mkdir -p $(TEST_REPORTS) && rm -f $(TEST_REPORTS)/ctest.xml
+	@cd $(BUILD_DIR) && SAGEJIT_LIBRARY_DIRS="$(VENV_LIBRARY_DIRS)" ctest --output-on-failure -j $(JOBS) \
+	  --output-junit $(TEST_REPORTS)/ctest.xml $(CTEST_ARGS)
 
 python-env: deps
 	@./tools/scripts/python_env.sh $(VENV) $(PYTHON_TEST_REQUIREMENTS)
 
 test-python: build python-env
+	@mkdir -p $(TEST_REPORTS) && rm -f $(TEST_REPORTS)/pytest.xml
 	@cd python && SAGEJIT_LIBRARY=$(CURDIR)/$(BUILD_DIR)/runtime/libsagejit.so SAGEJIT_LOG=warn \
-	  PYTHONDONTWRITEBYTECODE=1 $(CURDIR)/$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests
+	  PYTHONDONTWRITEBYTECODE=1 $(CURDIR)/$(VENV)/bin/python -m pytest -q -rs -p no:cacheprovider \
+	  --junitxml=$(TEST_REPORTS)/pytest.xml tests
 
 # `pip wheel .`, then the wheel installed into a new venv and used there (tools/scripts/wheel_smoke.sh).
 test-wheel: deps python-env

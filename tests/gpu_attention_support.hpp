@@ -4,6 +4,8 @@
 // poisoned and followed by a guard region, and hand back what the device wrote.
 #include <doctest/doctest.h>
 
+#include "skip_support.hpp"
+
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -50,7 +52,7 @@ inline std::optional<Gpu> find_gpu(std::string& why) {
 inline std::optional<Gpu> gpu_or_skip() {
   std::string why;
   std::optional<Gpu> gpu = find_gpu(why);
-  if (!gpu) MESSAGE("skipped: " << why);
+  if (!gpu) SAGEJIT_SKIP(why);
   return gpu;
 }
 

@@ -4,6 +4,8 @@
 // relative XDG_CACHE_HOME/HOME are ignored, and verify rejects a payload that is no code object.
 #include <doctest/doctest.h>
 
+#include "skip_support.hpp"
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -74,7 +76,7 @@ TEST_CASE("a symlink on the way is followed only from a trusted directory, and i
 
 TEST_CASE("every parent is checked: one owned by another user is refused (root only)") {
   if (::geteuid() != 0) {
-    MESSAGE("skipped: needs root to chown a directory to another uid");
+    SAGEJIT_SKIP("needs root to chown a directory to another uid");
     return;
   }
   log::set_level(log::Level::off);
@@ -248,7 +250,7 @@ TEST_CASE("verify rejects an entry whose checksums hold but whose payload is no 
 
 TEST_CASE("a read-only cache (0500) with valid entries is read, not ignored (root: run as nobody)") {
   if (::geteuid() != 0) {
-    MESSAGE("skipped: needs root to run a child as another user (root can write a 0500 dir)");
+    SAGEJIT_SKIP("needs root to run a child as another user (root can write a 0500 dir)");
     return;
   }
   test::TempDir root;

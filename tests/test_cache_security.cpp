@@ -2,6 +2,8 @@
 // only, one warning), entries likewise; the user dir is created 0700; an unwritable dir still works.
 #include <doctest/doctest.h>
 
+#include "skip_support.hpp"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,7 +67,7 @@ TEST_CASE("a cache dir writable by others is refused: memory only, one warning")
 
 TEST_CASE("a cache dir owned by another uid is refused") {
   if (::geteuid() != 0) {
-    MESSAGE("skipped: needs root to chown a directory to another uid");
+    SAGEJIT_SKIP("needs root to chown a directory to another uid");
     return;
   }
   test::TempDir root;
@@ -104,7 +106,7 @@ TEST_CASE("an entry writable by others or owned by another uid is refused and re
   SUBCASE("writable by others") { ::chmod(entry.c_str(), 0666); }
   SUBCASE("owned by another uid") {
     if (::geteuid() != 0) {
-      MESSAGE("skipped: needs root to chown an entry to another uid");
+      SAGEJIT_SKIP("needs root to chown an entry to another uid");
       return;
     }
     ::chmod(entry.c_str(), 0600);

@@ -3,6 +3,8 @@
 // skips with a message only when that compiler is absent from this machine.
 #include <doctest/doctest.h>
 
+#include "skip_support.hpp"
+
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -41,7 +43,7 @@ const Compiler* available(CompilerKind kind, const char* identity_prefix) {
     found = &compiler(kind);
   } catch (const Error& error) {
     REQUIRE(error.code() == ErrorCode::runtime_not_found);
-    MESSAGE("skipped: ", to_string(kind), " is not available here: ", std::string(error.what()));
+    SAGEJIT_SKIP(to_string(kind) << " is not available here: " << std::string(error.what()));
     return nullptr;
   }
   check_identity(*found, identity_prefix);
@@ -216,7 +218,7 @@ TEST_CASE("clang compiles a gfx1201 WMMA kernel to a code object") {
   REQUIRE(is_elf(result.code));
   const std::string disassembly = disassemble(result.code, "gfx1201");
   if (disassembly.empty()) {
-    MESSAGE("skipped the disassembly check: llvm-objdump-22 not found");
+    SAGEJIT_SKIP("the disassembly check: llvm-objdump-22 not found");
   } else {
     CHECK(disassembly.find("v_wmma_i32_16x16x16_iu8") != std::string::npos);
   }

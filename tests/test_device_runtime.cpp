@@ -3,6 +3,8 @@
 // checks adapt to the truth (the expected outcome is derived from dlopen here, independently).
 #include <doctest/doctest.h>
 
+#include "skip_support.hpp"
+
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -154,8 +156,8 @@ TEST_CASE("HIP backend: documented error without libamdhip64, 0 devices or devic
   } else {
     const int probe = probe_hip_in_child();
     if (probe != 0) {
-      MESSAGE("skipped the in-process HIP checks: loading the HIP runtime killed a probe process (status ", probe,
-              "); a vendor library on this machine fails in its own initialisers");
+      SAGEJIT_SKIP("the in-process HIP checks: loading the HIP runtime killed a probe process (status " << probe
+                   << "); a vendor library on this machine fails in its own initialisers");
       return;
     }
     // e.g. Debian's libamdhip64.so.5 on a machine without /dev/kfd: loads, reports 0 devices.
@@ -172,7 +174,7 @@ TEST_CASE("default_device: a usable backend, or runtime_not_found naming both") 
   } catch (const Error&) {
   }
   if (!any_device && probe_hip_in_child() != 0) {
-    MESSAGE("skipped: the HIP runtime on this machine aborts while loading (see the HIP case)");
+    SAGEJIT_SKIP("the HIP runtime on this machine aborts while loading (see the HIP case)");
     return;
   }
   for (Device& (*backend)() : {&cuda_device, &hip_device}) {

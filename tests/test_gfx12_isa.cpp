@@ -13,6 +13,8 @@
 // when clang-22 or the LLVM tools are missing.
 #include <doctest/doctest.h>
 
+#include "skip_support.hpp"
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -204,13 +206,13 @@ struct Specimen {
 TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the algorithmic WMMA count, no scratch, LDS and VGPRs in budget") {
   const Tools tools{tool_path(SAGEJIT_TEST_OBJDUMP), tool_path(SAGEJIT_TEST_READELF)};
   if (!executable_exists(tools.objdump) || !executable_exists(tools.readelf)) {
-    MESSAGE("skipped: llvm-objdump/llvm-readelf (22) not found at configure time");
+    SAGEJIT_SKIP("llvm-objdump/llvm-readelf (22) not found at configure time");
     return;
   }
   try {
     (void)clang_compiler();
   } catch (const Error& error) {
-    MESSAGE("skipped: no offline AMDGPU clang: ", error.what());
+    SAGEJIT_SKIP("no offline AMDGPU clang: " << error.what());
     return;
   }
 
@@ -396,13 +398,13 @@ TEST_CASE("gfx12 attention descriptor rejects what the kernel does not support, 
 TEST_CASE("gfx12: the plan's kernels for zero-padded head dims (D=40, D=96) build for gfx1201") {
   const Tools tools{tool_path(SAGEJIT_TEST_OBJDUMP), tool_path(SAGEJIT_TEST_READELF)};
   if (!executable_exists(tools.objdump) || !executable_exists(tools.readelf)) {
-    MESSAGE("skipped: llvm-objdump/llvm-readelf (22) not found at configure time");
+    SAGEJIT_SKIP("llvm-objdump/llvm-readelf (22) not found at configure time");
     return;
   }
   try {
     (void)clang_compiler();
   } catch (const Error& error) {
-    MESSAGE("skipped: no offline AMDGPU clang: ", error.what());
+    SAGEJIT_SKIP("no offline AMDGPU clang: " << error.what());
     return;
   }
   const fs::path directory = fs::temp_directory_path() / fmt::format("sagejit-gfx12-padded-{}", ::getpid());

@@ -12,6 +12,8 @@
 // values are printed), and LSE within 2e-3 absolute (ex2/lg2 approximations, sum order).
 #include <doctest/doctest.h>
 
+#include "skip_support.hpp"
+
 #include <cmath>
 
 #include "gpu_attention_support.hpp"
@@ -230,7 +232,7 @@ TEST_CASE("GPU attention: wgmma kernel (sm_90), quality, features and odd length
   const auto gpu = gpu_or_skip();
   if (!gpu) return;
   if (gpu->target != "sm_90") {
-    MESSAGE("skipped: the wgmma kernel needs an sm_90 device, this one is " << gpu->target);
+    SAGEJIT_SKIP("the wgmma kernel needs an sm_90 device, this one is " << gpu->target);
     return;
   }
   const auto wgmma = [](int warps, int block_n, int stages) {

@@ -3,6 +3,8 @@
 // Skips with a message when there is no CUDA GPU (or no NVRTC) on this machine.
 #include <doctest/doctest.h>
 
+#include "skip_support.hpp"
+
 #include <cstdint>
 #include <random>
 #include <span>
@@ -23,9 +25,9 @@ Device* cuda_with_device() {
   try {
     Device& device = cuda_device();
     if (device.device_count() > 0) return &device;
-    MESSAGE("skipped: the CUDA driver ", device.runtime_version(), " reports no device");
+    SAGEJIT_SKIP("the CUDA driver " << device.runtime_version() << " reports no device");
   } catch (const Error& error) {
-    MESSAGE("skipped: no CUDA GPU runtime: ", std::string(error.what()));
+    SAGEJIT_SKIP("no CUDA GPU runtime: " << std::string(error.what()));
   }
   return nullptr;
 }
@@ -34,7 +36,7 @@ const Compiler* nvrtc_or_skip() {
   try {
     return &nvrtc_compiler();
   } catch (const Error& error) {
-    MESSAGE("skipped: NVRTC not available: ", std::string(error.what()));
+    SAGEJIT_SKIP("NVRTC not available: " << std::string(error.what()));
     return nullptr;
   }
 }

@@ -4,6 +4,8 @@
 // capture intact; a caller's workspace captures too. Skips without a GPU (or without graph support).
 #include <doctest/doctest.h>
 
+#include "skip_support.hpp"
+
 #include <dlfcn.h>
 
 #include <cmath>
@@ -146,7 +148,7 @@ TEST_CASE("graph capture: warm pool and caller workspace are launch-only; growth
   std::string why;
   std::optional<GraphApi> api = GraphApi::load(*gpu->device, why);
   if (!api) {
-    MESSAGE("skipped: " << why);
+    SAGEJIT_SKIP(why);
     return;
   }
   GraphApi::Handle stream = nullptr;

@@ -2,6 +2,8 @@
 // it on random data, check y = scale * x + y exactly; a second load_kernel returns the same kernel.
 #include <doctest/doctest.h>
 
+#include "skip_support.hpp"
+
 #include <cmath>
 #include <random>
 #include <vector>
@@ -20,7 +22,7 @@ TEST_CASE("the probe kernel runs through load_kernel and computes y = scale * x 
   try {
     device = &default_device();
   } catch (const Error& error) {
-    MESSAGE("skipped: no GPU: " << std::string(error.what()));
+    SAGEJIT_SKIP("no GPU: " << std::string(error.what()));
     return;
   }
   test::TempDir root;

@@ -3,6 +3,8 @@
 // bit for bit with the emulator). Needs clang (found at configure time); skips without it.
 #include <doctest/doctest.h>
 
+#include "skip_support.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -23,7 +25,7 @@ std::string read_all(const std::filesystem::path& path) {
 TEST_CASE("quant.h compiles for gfx1201 with correctly rounded fp32 division") {
   const std::string clang = SAGEJIT_TEST_CLANG;
   if (clang.empty() || clang.find("NOTFOUND") != std::string::npos) {
-    MESSAGE("skipped: no clang++ found at configure time");
+    SAGEJIT_SKIP("no clang++ found at configure time");
     return;
   }
   const auto dir = std::filesystem::temp_directory_path() /

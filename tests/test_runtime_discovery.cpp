@@ -9,6 +9,7 @@
 // Every case but the last releases what it loaded and starts by checking that no stand-in is loaded.
 // The last case (doctest runs a file's cases in order) chooses the process's libraries, which stay.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +17,8 @@
 #include <vector>
 
 #include <doctest/doctest.h>
+
+#include "skip_support.hpp"
 
 #include "core/error.hpp"
 #include "platform/private_temp_dir.hpp"
@@ -210,7 +213,7 @@ TEST_CASE("HIP runtime: (b) over (c) over (d) over (e), each naming its rule") {
   SUBCASE("(e) the newest soname the dynamic linker finds") {
     const char* search_path = std::getenv("LD_LIBRARY_PATH");
     if (search_path == nullptr || std::string(search_path).find(kStubs) == std::string::npos) {
-      MESSAGE("skipped: run through ctest, which puts the stand-ins on LD_LIBRARY_PATH");
+      SAGEJIT_SKIP("run through ctest, which puts the stand-ins on LD_LIBRARY_PATH");
       return;
     }
     DiscoveryInputs sonames_only;
@@ -404,8 +407,87 @@ TEST_CASE("NVRTC: pip's cu13 before cuda_nvrtc, then CUDA_HOME, /usr/local/cuda-
     chosen = discover_library(RuntimeLibrary::nvrtc, DiscoveryInputs{}, nullptr);
     CHECK(chosen.rule_text() == "(e) soname libnvrtc.so.13");
   } else {
-    MESSAGE("(e) skipped: run through ctest, which puts the stand-ins on LD_LIBRARY_PATH");
+    SAGEJIT_SKIP("(e): run through ctest, which puts the stand-ins on LD_LIBRARY_PATH");
   }
+}
+
+// The cache's trust rule (platform/trusted_dir) applied to the libraries sagejit loads: a library file
+// or directory another user could have written is refused by name and the search goes on; a refused
+// HIP runtime takes hipRTC down with it (no hipRTC of another ROCm by soname); nothing relative.
+TEST_CASE("(b)-(d) a library or directory others could write is refused by name; a refused HIP runtime refuses hipRTC") {
+  const auto& t = trees();
+  require_nothing_loaded();
+  const std::string open_dir = t.place("untrusted/open-dir", {{"hip7", "libamdhip64.so.7"}});
+  fs::permissions(open_dir, fs::perms::all, fs::perm_options::replace);  // 0777, no sticky bit
+  const std::string open_file_dir = t.place("untrusted/open-file", {{"hip7", "libamdhip64.so.7"}});
+  const std::string open_file = open_file_dir + "/libamdhip64.so.7";
+  fs::permissions(open_file, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                                 fs::perms::group_write | fs::perms::others_read | fs::perms::others_write,
+                  fs::perm_options::replace);  // 0666
+  DiscoveryInputs inputs;
+  inputs.search_sonames = false;
+  inputs.handed_over = {{open_dir, "SAGEJIT_LIBRARY_DIRS"}, {open_file_dir, "SAGEJIT_LIBRARY_DIRS"}};
+  const auto none = discover_library(RuntimeLibrary::hip_runtime, inputs, nullptr);
+  CHECK_FALSE(none.library);
+  CHECK(loaded_stand_ins().empty());  // neither constructor ran
+  CHECK(none.error.find("its directory " + open_dir + " is writable by group or others (mode 777)") != std::string::npos);
+  CHECK(none.error.find("the file " + open_file + " is writable by group or others (mode 666)") != std::string::npos);
+  inputs.handed_over.push_back({t.hip_only_lib, "SAGEJIT_LIBRARY_DIRS"});  // the search goes on to a trusted one
+  CHECK(path_of(discover_library(RuntimeLibrary::hip_runtime, inputs, nullptr)) ==
+        canonical(t.hip_only_lib + "/libamdhip64.so.7"));
+
+  // (b): the named file is refused, and hipRTC is not then taken by soname from another ROCm.
+  DiscoveryInputs named;
+  named.explicit_path = open_file;
+  const auto hip = discover_library(RuntimeLibrary::hip_runtime, named, nullptr);
+  CHECK_FALSE(hip.library);
+  CHECK(hip.refused);
+  CHECK(hip.error.find("SAGEJIT_HIP_LIBRARY=" + open_file) != std::string::npos);
+  CHECK(hip.error.find("mode 666") != std::string::npos);
+  DiscoveryInputs sonames;  // (e) would find the stand-in hipRTC 7 on LD_LIBRARY_PATH
+  const auto hiprtc = discover_library(RuntimeLibrary::hiprtc, sonames, &hip);
+  CHECK_FALSE(hiprtc.library);
+  CHECK(hiprtc.refused);
+  CHECK(hiprtc.error.find("the HIP runtime was refused") != std::string::npos);
+  named.explicit_path = "untrusted/open-file/libamdhip64.so.7";  // relative: it would follow the cwd
+  const auto relative = discover_library(RuntimeLibrary::hip_runtime, named, nullptr);
+  CHECK_FALSE(relative.library);
+  CHECK(relative.error.find("a relative path") != std::string::npos);
+  CHECK(loaded_stand_ins().empty());
+
+  // A directory owned by another user, even one only it can write (root only: chown).
+  if (::geteuid() == 0) {
+    const std::string foreign = t.place("untrusted/foreign", {{"hip7", "libamdhip64.so.7"}});
+    REQUIRE(::chown(foreign.c_str(), 65534, 65534) == 0);
+    inputs.handed_over = {{foreign, "SAGEJIT_LIBRARY_DIRS"}};
+    const auto refused = discover_library(RuntimeLibrary::hip_runtime, inputs, nullptr);
+    CHECK_FALSE(refused.library);
+    CHECK(refused.error.find("its directory " + foreign + " is owned by uid 65534") != std::string::npos);
+  }
+}
+
+TEST_CASE("NVRTC from a directory off the linker path (pip's nvidia/cu13/lib) loads its builtins from there") {
+  require_nothing_loaded();
+  const std::string dir = trees().place("pip-nvrtc/lib", {{"nvrtc13", "libnvrtc.so.13"}, {"nvrtc12", "libnvrtc-builtins.so.13.0"}});
+  DiscoveryInputs inputs;
+  inputs.handed_over = {{dir, "handed over by the host"}};
+  inputs.search_sonames = false;
+  const auto chosen = discover_library(RuntimeLibrary::nvrtc, inputs, nullptr);
+  CHECK(path_of(chosen) == canonical(dir + "/libnvrtc.so.13"));
+  REQUIRE(chosen.companions.size() == 1);
+  CHECK(chosen.companions[0].path() == canonical(dir + "/libnvrtc-builtins.so.13.0"));
+}
+
+TEST_CASE("relative library directories: refused when handed over, ignored (with a warning) in SAGEJIT_LIBRARY_DIRS") {
+  require_nothing_loaded();
+  CHECK(sagejit_set_library_search_dirs("_rocm_sdk_core_x/lib") == SAGEJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(sagejit_last_error()).find("_rocm_sdk_core_x/lib is not an absolute path") != std::string::npos);
+  CHECK(handed_over_library_dirs().empty());
+  ::setenv("SAGEJIT_LIBRARY_DIRS", ("relative/lib:" + trees().cu13_lib).c_str(), 1);
+  const DiscoveryInputs inputs = process_discovery_inputs(RuntimeLibrary::nvrtc);
+  ::setenv("SAGEJIT_LIBRARY_DIRS", "", 1);
+  REQUIRE(inputs.handed_over.size() == 1);
+  CHECK(inputs.handed_over[0].path == trees().cu13_lib);
 }
 
 // Last: it makes this process's choice, which stays loaded.

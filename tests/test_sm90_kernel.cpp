@@ -101,8 +101,12 @@ TEST_CASE("attention_sm90 is compiled for sm_90a, and every valid config of the 
   try {
     nvrtc = &compiler(CompilerKind::nvrtc);
   } catch (const Error& error) {
-    MESSAGE("skipped: " << std::string(error.what()));
-    return;
+    // Not a skip: every sm_90 config compiling under NVRTC is what this test is for, and `make test`
+    // installs NVRTC as pip users have it (the nvidia-cuda-nvrtc wheel, found through SAGEJIT_LIBRARY_DIRS).
+    FAIL("NVRTC could not be loaded, so the sm_90 configs cannot be compiled: "
+         << std::string(error.what())
+         << "; run through `make test` (the test venv's nvidia-cuda-nvrtc), or set SAGEJIT_NVRTC_LIBRARY or "
+            "SAGEJIT_LIBRARY_DIRS to an NVRTC 12.8+");
   }
   const KernelDesc& sm90 = kernel_by_name("attention_sm90");
   const KernelSpace& space = tuning_tables().space("attention", "sm_90");

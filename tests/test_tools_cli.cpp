@@ -20,6 +20,8 @@
 #include <vector>
 
 #include <doctest/doctest.h>
+
+#include "skip_support.hpp"
 #include <fmt/format.h>
 
 #include "compiler/compiler.hpp"
@@ -92,7 +94,7 @@ struct Vendors {
 std::optional<Vendors> vendors_or_skip() {
   const Vendors vendors{compiler_available(sagejit::CompilerKind::clang), compiler_available(sagejit::CompilerKind::nvrtc)};
   if (!vendors.amd && !vendors.nvidia) {
-    MESSAGE("skipped: neither clang (AMDGPU) nor NVRTC is available");
+    SAGEJIT_SKIP("neither clang (AMDGPU) nor NVRTC is available");
     return std::nullopt;
   }
   return vendors;
@@ -159,8 +161,8 @@ TEST_CASE("sagejit-precompile: gfx1201 (clang) and sm_90 (nvrtc), second run all
   const auto vendors = vendors_or_skip();
   if (!vendors) return;
   const auto [amd, nvidia] = *vendors;
-  if (!amd) MESSAGE("gfx1201 part skipped: no AMDGPU-capable clang");
-  if (!nvidia) MESSAGE("sm_90 part skipped: NVRTC not available");
+  if (!amd) SAGEJIT_SKIP("gfx1201 part: no AMDGPU-capable clang");
+  if (!nvidia) SAGEJIT_SKIP("sm_90 part: NVRTC not available");
   TempDir temp;
   const fs::path cache = temp.path / "cache", emit = temp.path / "emit";
   const std::string arguments = precompile_arguments(cache, amd, nvidia) + " --emit-dir " + quote(emit.string());
@@ -198,7 +200,7 @@ TEST_CASE("sagejit-precompile: gfx1201 (clang) and sm_90 (nvrtc), second run all
 
 TEST_CASE("sagejit-precompile: a system-cache directory is world-readable and holds no lock files") {
   if (!compiler_available(sagejit::CompilerKind::clang)) {
-    MESSAGE("skipped: no AMDGPU-capable clang");
+    SAGEJIT_SKIP("no AMDGPU-capable clang");
     return;
   }
   TempDir temp;
@@ -367,7 +369,7 @@ TEST_CASE("sagejit-info works on this machine (with or without a GPU)") {
 
 TEST_CASE("GPU tools without a GPU: a clear message and exit code 3") {
   if (gpu_present()) {
-    MESSAGE("skipped: a GPU is present (the GPU tests cover these tools)");
+    SAGEJIT_SKIP("a GPU is present (the GPU tests cover these tools)");
     return;
   }
   TempDir temp;
@@ -415,11 +417,11 @@ const std::string one_kernel = "--arch gfx1201 --compiler clang --kernels jit_pr
 
 TEST_CASE("--system-cache in a directory another user controls: refused, nothing chmod-ed or deleted (root)") {
   if (!compiler_available(sagejit::CompilerKind::clang)) {
-    MESSAGE("skipped: no AMDGPU-capable clang");
+    SAGEJIT_SKIP("no AMDGPU-capable clang");
     return;
   }
   if (!running_as_root()) {
-    MESSAGE("skipped: needs root to make a directory owned by another user (nobody)");
+    SAGEJIT_SKIP("needs root to make a directory owned by another user (nobody)");
     return;
   }
   TempDir temp;
@@ -456,7 +458,7 @@ TEST_CASE("--system-cache in a directory another user controls: refused, nothing
 
 TEST_CASE("--system-cache: parents 0755 under umask 000, and a symlinked entry name is never chmod-ed through") {
   if (!compiler_available(sagejit::CompilerKind::clang)) {
-    MESSAGE("skipped: no AMDGPU-capable clang");
+    SAGEJIT_SKIP("no AMDGPU-capable clang");
     return;
   }
   TempDir temp;
@@ -482,9 +484,79 @@ TEST_CASE("--system-cache: parents 0755 under umask 000, and a symlinked entry n
   CHECK(mode_of(temp.path / "victim") == "600");
 }
 
+TEST_CASE("a compile worker that cannot be started is a named error, not an abort (RLIMIT_NPROC)") {
+  if (!running_as_root() || std::system("command -v prlimit >/dev/null && command -v setpriv >/dev/null") != 0) {
+    SAGEJIT_SKIP("needs root, prlimit and setpriv to run as an unprivileged user under a process limit");
+    return;
+  }
+  TempDir temp;
+  fs::permissions(temp.path, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
+                  fs::perm_options::replace);
+  const fs::path cache = temp.path / "nobody-cache";
+  fs::create_directories(cache);
+  REQUIRE(::chown(cache.c_str(), 65534, 65534) == 0);
+  // 4 tasks for uid 65534: the tool and 3 more threads; the pool asks for 16 (every gfx1201 job).
+  const RunResult limited = run_shell("prlimit --nproc=4 setpriv --reuid=65534 --regid=65534 --clear-groups " +
+                                      quote(SAGEJIT_TOOL_PRECOMPILE) + " --arch gfx1201 --compiler clang -j 16 --cache-dir " +
+                                      quote(cache.string()));
+  INFO(limited.output);
+  CHECK(limited.exit_code == 1);  // 134 was std::terminate ("terminate called without an active exception")
+  CHECK(limited.output.find("sagejit-precompile's compile workers (-j 16): could not start thread") != std::string::npos);
+  CHECK(limited.output.find("RLIMIT_NPROC") != std::string::npos);
+}
+
+TEST_CASE("entries removed while a precompile runs are reported as removed, not as a cap too small") {
+  if (!compiler_available(sagejit::CompilerKind::clang)) {
+    SAGEJIT_SKIP("no AMDGPU-capable clang");
+    return;
+  }
+  TempDir temp;
+  const fs::path cache = temp.path / "c";
+  // A clang that compiles, then empties the cache (as `sagejit-cache clear` from another shell does).
+  const fs::path clearing = fake_clang(temp.path, "clearing-clang",
+                                       "clang++-22 \"$@\" || exit $?\nrm -f " + quote(cache.string()) + "/*.sjco");
+  const RunResult result = run_shell("SAGEJIT_CLANG=" + quote(clearing.string()) + " " + quote(SAGEJIT_TOOL_PRECOMPILE) +
+                                     " --arch gfx1201 --compiler clang --kernels jit_probe,probe --jobs 1 --cache-dir " +
+                                     quote(cache.string()));
+  INFO(result.output);
+  CHECK(result.exit_code == 1);
+  CHECK(result.output.find("are not stored in") != std::string::npos);
+  CHECK(result.output.find("stored and then removed by something else") != std::string::npos);
+  CHECK(result.output.find("is smaller than the entries") == std::string::npos);
+}
+
+TEST_CASE("precompile --dry-run counts only valid entries as cached: a truncated or random one is to compile") {
+  if (!compiler_available(sagejit::CompilerKind::clang)) {
+    SAGEJIT_SKIP("no AMDGPU-capable clang");
+    return;
+  }
+  TempDir temp;
+  const fs::path cache = temp.path / "c";
+  const std::string arguments = one_kernel + "--cache-dir " + quote(cache.string());
+  REQUIRE(run(SAGEJIT_TOOL_PRECOMPILE, arguments).exit_code == 0);
+  const auto entries = files_with_extension(cache, ".sjco");
+  REQUIRE(entries.size() == 1);
+  const RunResult good = run(SAGEJIT_TOOL_PRECOMPILE, arguments + " --dry-run");
+  INFO(good.output);
+  CHECK(good.output.find("0 to compile, 1 already cached") != std::string::npos);
+  const auto size = fs::file_size(entries[0]);
+  fs::resize_file(entries[0], size / 2);
+  const RunResult truncated = run(SAGEJIT_TOOL_PRECOMPILE, arguments + " --dry-run");
+  INFO(truncated.output);
+  CHECK(truncated.output.find("1 to compile (1 over a bad entry), 0 already cached") != std::string::npos);
+  CHECK(truncated.output.find("to compile (bad entry: ") != std::string::npos);
+  std::mt19937 random(std::random_device{}());
+  std::string noise(size, '\0');
+  for (char& c : noise) c = static_cast<char>(random());
+  write_text_file(entries[0], noise);
+  const RunResult garbage = run(SAGEJIT_TOOL_PRECOMPILE, arguments + " --dry-run");
+  INFO(garbage.output);
+  CHECK(garbage.output.find("1 to compile (1 over a bad entry), 0 already cached") != std::string::npos);
+}
+
 TEST_CASE("a hung compiler is killed after SAGEJIT_COMPILE_TIMEOUT with an error naming it") {
   if (!compiler_available(sagejit::CompilerKind::clang)) {
-    MESSAGE("skipped: no AMDGPU-capable clang");
+    SAGEJIT_SKIP("no AMDGPU-capable clang");
     return;
   }
   TempDir temp;
@@ -500,7 +572,7 @@ TEST_CASE("a hung compiler is killed after SAGEJIT_COMPILE_TIMEOUT with an error
 
 TEST_CASE("stderr that cannot be written never aborts a tool, nor fails a compile") {
   if (!compiler_available(sagejit::CompilerKind::clang)) {
-    MESSAGE("skipped: no AMDGPU-capable clang");
+    SAGEJIT_SKIP("no AMDGPU-capable clang");
     return;
   }
   TempDir temp;
@@ -521,7 +593,7 @@ TEST_CASE("stderr that cannot be written never aborts a tool, nor fails a compil
 
 TEST_CASE("a precompile that stores less than it compiled is an error") {
   if (!compiler_available(sagejit::CompilerKind::clang)) {
-    MESSAGE("skipped: no AMDGPU-capable clang");
+    SAGEJIT_SKIP("no AMDGPU-capable clang");
     return;
   }
   TempDir temp;
@@ -546,7 +618,7 @@ TEST_CASE("a precompile that stores less than it compiled is an error") {
   fs::create_directories(small);
   if (!running_as_root() || std::system(("mount -t tmpfs -o size=64k,mode=0700 tmpfs " + quote(small.string()) +
                                          " 2>/dev/null").c_str()) != 0) {
-    MESSAGE("full-disk part skipped: cannot mount a small tmpfs here");
+    SAGEJIT_SKIP("full-disk part: cannot mount a small tmpfs here");
     return;
   }
   write_text_file(small / "filler", std::string(60 * 1024, 'x'));
@@ -596,7 +668,7 @@ TEST_CASE("sagejit-cache stat and precompile --dry-run create no directory; a re
 
 TEST_CASE("compiler output: a runaway log is shortened, a non-ELF object is never stored, a missing clang is named") {
   if (!compiler_available(sagejit::CompilerKind::clang)) {
-    MESSAGE("skipped: no AMDGPU-capable clang");
+    SAGEJIT_SKIP("no AMDGPU-capable clang");
     return;
   }
   TempDir temp;
@@ -627,7 +699,7 @@ TEST_CASE("compiler output: a runaway log is shortened, a non-ELF object is neve
 
 TEST_CASE("--emit-dir replaces symlinks planted under its predictable names, never writes through them") {
   if (!compiler_available(sagejit::CompilerKind::clang)) {
-    MESSAGE("skipped: no AMDGPU-capable clang");
+    SAGEJIT_SKIP("no AMDGPU-capable clang");
     return;
   }
   TempDir temp;
@@ -665,6 +737,6 @@ TEST_CASE("SAGEJIT_LOG is accepted in any case; a wrong value still warns") {
 
 #else
 
-TEST_CASE("tool tests") { MESSAGE("skipped: the tools are not built (SAGEJIT_BUILD_TOOLS=OFF)"); }
+TEST_CASE("tool tests") { SAGEJIT_SKIP("the tools are not built (SAGEJIT_BUILD_TOOLS=OFF)"); }
 
 #endif

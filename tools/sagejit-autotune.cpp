@@ -32,6 +32,7 @@
 #include "common/table.hpp"
 #include "common/tables.hpp"
 #include "core/error.hpp"
+#include "core/worker_threads.hpp"
 #include "core/log.hpp"
 #include "dev/table_merge.hpp"
 #include "core/embedded_file.hpp"
@@ -286,10 +287,9 @@ int run(const Options& options) {
         }
       }
     };
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < std::min<std::size_t>(options.jobs, std::max<std::size_t>(keyed.size(), 1)); ++t)
-      threads.emplace_back(worker);
-    for (std::thread& thread : threads) thread.join();
+    run_worker_threads(static_cast<unsigned>(std::min<std::size_t>(options.jobs, std::max<std::size_t>(keyed.size(), 1))),
+                       worker, [&] { next = keyed.size(); },
+                       fmt::format("sagejit-autotune's compile workers (-j {})", options.jobs));
     progress.finish();
   }
 

@@ -26,6 +26,8 @@
 #include "common/tables.hpp"
 #include "core/target.hpp"
 #include "core/error.hpp"
+#include "core/worker_threads.hpp"
+#include "dev/cache_admin.hpp"
 #include "core/log.hpp"
 #include "platform/safe_file.hpp"
 #include "jit/compiler_choice.hpp"
@@ -332,15 +334,31 @@ int run(const Options& options) {
     SummaryTable table({{"kernel"}, {"config"}, {"specialization"}, {"target"}, {"compiler"}, {"state"}});
     const auto dir = cache.active_user_dir();
     std::size_t cached = 0;
+    std::size_t bad = 0;
     for (const Planned& planned : plan.jobs) {
-      const bool present = dir && fs::exists(*dir / entry_file_name(planned.keyed.key, planned.keyed.label));
-      cached += present;
+      // An entry counts as cached only when it is one: read and checked as `sagejit-cache verify` does
+      // (a truncated or foreign file under the entry's name is compiled again, and said so).
+      std::string state = "to compile";
+      if (dir) {
+        CacheEntryInfo entry;
+        entry.path = *dir / entry_file_name(planned.keyed.key, planned.keyed.label);
+        if (fs::exists(entry.path)) {
+          check_cache_entry(entry);
+          if (entry.valid) {
+            state = "cached";
+            ++cached;
+          } else {
+            state = "to compile (bad entry: " + entry.problem + ")";
+            ++bad;
+          }
+        }
+      }
       table.add_row({planned.keyed.job.kernel->name, config_cell(planned.keyed), specialization_text(planned.keyed.job.spec),
-                     planned.keyed.rendered.target, planned.keyed.job.compiler->identity(),
-                     present ? "cached" : "to compile"});
+                     planned.keyed.rendered.target, planned.keyed.job.compiler->identity(), state});
     }
     table.print();
-    fmt::print("dry run: {} to compile, {} already cached; nothing was compiled\n", plan.jobs.size() - cached, cached);
+    fmt::print("dry run: {} to compile{}, {} already cached; nothing was compiled\n", plan.jobs.size() - cached,
+               bad ? fmt::format(" ({} over a bad entry)", bad) : std::string(), cached);
     return exit_ok;
   }
 
@@ -387,10 +405,9 @@ int run(const Options& options) {
       }
     }
   };
-  std::vector<std::thread> threads;
   const unsigned thread_count = std::min<unsigned>(options.jobs, std::max<std::size_t>(1, plan.jobs.size()));
-  for (unsigned t = 0; t < thread_count; ++t) threads.emplace_back(worker);
-  for (std::thread& thread : threads) thread.join();
+  run_worker_threads(thread_count, worker, [&] { next = plan.jobs.size(); },
+                     fmt::format("sagejit-precompile's compile workers (-j {})", options.jobs));
   progress.finish();
   if (options.system_cache) finish_system_cache(*settings.user_dir, plan);
   const std::size_t not_stored = settings.user_dir ? entries_missing_from(*settings.user_dir, plan, outcomes) : 0;
@@ -439,13 +456,21 @@ int run(const Options& options) {
   if (emit_dir) fmt::print("raw code objects written to {}\n", emit_dir->string());
   if (not_stored > 0) {
     const std::string problem = cache.user_dir_problem();
+    std::uint64_t planned_bytes = 0;  // the payloads alone: each entry is a little larger
+    for (const Outcome& outcome : outcomes) planned_bytes += outcome.bytes;
     fail(ErrorCode::cache_error, "{} of {} code objects are not stored in {}: {}", not_stored, compiled + cached,
          settings.user_dir->string(),
-         !problem.empty()      ? problem
-         : settings.max_bytes ? fmt::format("the cache cap SAGEJIT_CACHE_MAX_SIZE ({} bytes) is smaller than the "
-                                            "entries; raise it (0 = no cap)",
-                                            settings.max_bytes)
-                              : std::string("see the warnings above"));
+         !problem.empty() ? problem
+         : settings.max_bytes && planned_bytes > settings.max_bytes
+             ? fmt::format("the cache cap SAGEJIT_CACHE_MAX_SIZE ({} bytes) is smaller than the entries ({} bytes "
+                           "of code objects); raise it (0 = no cap)",
+                           settings.max_bytes, planned_bytes)
+             : fmt::format("they were stored and then removed by something else ({} KiB of code objects{}): another "
+                           "process cleared or pruned this cache while it was filled (sagejit-cache clear/prune, a "
+                           "concurrent run's LRU cap), or see the warnings above; run sagejit-precompile again",
+                           planned_bytes / 1024,
+                           settings.max_bytes ? fmt::format(" under a cap of {} MiB", settings.max_bytes >> 20)
+                                              : std::string()));
   }
   if (options.system_cache && failed == 0)
     fmt::print("system cache ready: point SAGEJIT_SYSTEM_CACHE_DIR at {} (or install it as <prefix>/share/sagejit/cache)\n",

@@ -9,13 +9,17 @@
 ctypes over the library's C ABI (no compiled extension: one wheel for every torch >= 2.4, ROCm and
 CUDA); the library is found next to this package, through $SAGEJIT_LIBRARY, the install tree or a
 build tree (see _library.py). torch is optional: without it the C ABI and the programs still work.
+
+Importing sagejit never imports torch (the programs, `python -m sagejit info`, need none, and a broken
+torch breaks nothing here): torch.ops.sagejit.sageattn is registered now when torch is already imported,
+else right after torch's import (see _torch_op.py), or at the first sageattn / supports / torch_op() call.
 """
 from ._library import SagejitError, UnsupportedCall, library
-from ._torch_op import torch_op
+from ._torch_op import register_when_torch_loads, torch_op
 from .attention import SELECTION_KEYWORDS, Support, release_workspaces, sageattn, supports, version
 from .sdpa import is_sdpa_patched, patch_sdpa, reset_sdpa_counters, sdpa_counters, unpatch_sdpa
 
-torch_op(required=False)  # registers torch.ops.sagejit.sageattn now when torch is installed
+register_when_torch_loads()  # torch.ops.sagejit.sageattn for callers that use the op directly
 
 __all__ = [
     "SELECTION_KEYWORDS",

@@ -20,14 +20,18 @@ def _python_info():
         print(f"  libsagejit {lib.sagejit_version().decode()}: {lib._name}")
     except SagejitError as error:
         print(f"  libsagejit: not loaded ({error})")
+    # torch is described, never imported: a program needs no torch, and a broken one must not stop it.
     try:
-        import torch
+        from importlib.metadata import PackageNotFoundError, version
 
-        from . import _op  # noqa: F401  registers torch.ops.sagejit.sageattn
-
-        print(f"  torch {torch.__version__}: torch.ops.sagejit.sageattn registered")
-    except ImportError as error:
-        print(f"  torch: not usable ({error}); sageattn needs torch >= 2.4, the C ABI and programs do not")
+        torch_version = version("torch")
+    except (ImportError, PackageNotFoundError, ValueError):
+        torch_version = None
+    if torch_version is None:
+        print("  torch: not installed; sageattn needs torch >= 2.4, the C ABI and programs do not")
+    else:
+        print(f"  torch {torch_version} installed (not imported here): torch.ops.sagejit.sageattn registers "
+              "when sagejit's torch API is first used")
 
 
 def main(argv):

@@ -20,8 +20,8 @@ import threading
 
 import torch
 
-from ._library import Tensor, check, library
-from ._torch_tensors import to_c_tensor
+from ._library import SagejitError, Tensor, UnsupportedCall, check, last_error, library
+from ._torch_tensors import INVALID_ARGUMENT, to_c_tensor
 
 LAYOUT_CODES = {"HND": 0, "NHD": 1}
 _MIN_TORCH = (2, 4)
@@ -35,6 +35,16 @@ def _torch_version():
 if _torch_version() < _MIN_TORCH:
     raise ImportError(f"sagejit's torch operator needs torch >= {'.'.join(map(str, _MIN_TORCH))} "
                       f"(torch.library.register_fake); this is torch {torch.__version__}")
+
+
+def check_op_arguments(q, k, v, layout):
+    """What every kernel of the op checks first, fake kernel included: the layout code, and one device for q,
+    k and v (else the Meta key of a meta input would run the fake kernel and return empty memory)."""
+    if isinstance(layout, bool) or not isinstance(layout, int) or layout not in (0, 1):
+        raise SagejitError(INVALID_ARGUMENT, f"layout {layout!r} is not 0 (HND) or 1 (NHD)")
+    if k.device != q.device or v.device != q.device:
+        raise SagejitError(INVALID_ARGUMENT, f"q, k and v must be on one device (q: {q.device}, k: {k.device}, "
+                           f"v: {v.device})")
 
 
 def lse_shape(q, layout):
@@ -74,16 +84,27 @@ class _Signature:
         self.lse_shape = lse_shape(q, layout) if return_lse else None
         self.args = tuple(ctypes.byref(x) for x in (self.cq, self.ck, self.cv, self.cout, self.options))
         self.workspace_bytes = 0
-        if measure_workspace:
-            # The workspace depends on whether an LSE is written (a per-row correction term): measure
-            # with a non-null LSE pointer when one is asked for (workspace_size reads no data).
-            placeholder = (ctypes.c_float * 1)()
-            self.options.lse = ctypes.addressof(placeholder) if return_lse else None
-            nbytes = ctypes.c_size_t(0)
-            check(library().sagejit_workspace_size(self.args[0], self.args[1], self.args[2], self.args[4],
-                                                   ctypes.byref(nbytes)))
+        # Asked before anything is allocated for the call, with placeholder addresses (no data is read):
+        # a GPU call's workspace, which depends on whether an LSE is written (a per-row correction term),
+        # or whether the emulator's kernels take the call at all (a sequence past the limits is
+        # UnsupportedCall, not torch failing to allocate its output).
+        placeholder = (ctypes.c_float * 1)()
+        self.options.lse = ctypes.addressof(placeholder) if return_lse else None
+        self.cout.data = ctypes.addressof(placeholder)
+        try:
+            if measure_workspace:
+                nbytes = ctypes.c_size_t(0)
+                check(library().sagejit_workspace_size(self.args[0], self.args[1], self.args[2], self.args[4],
+                                                       ctypes.byref(nbytes)))
+                self.workspace_bytes = nbytes.value
+            else:
+                supported = ctypes.c_int(0)
+                check(library().sagejit_supports_target(*self.args, None, ctypes.byref(supported)))
+                if supported.value != 1:
+                    raise UnsupportedCall(last_error())
+        finally:
             self.options.lse = None
-            self.workspace_bytes = nbytes.value
+            self.cout.data = None
 
     def bind(self, q, k, v, out, lse):
         self.cq.data, self.ck.data, self.cv.data, self.cout.data = (
@@ -125,6 +146,7 @@ def _current_stream(device):
 
 
 def _gpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+    check_op_arguments(q, k, v, layout)
     signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu=True)
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = _empty_lse(q, signature)
@@ -136,6 +158,7 @@ def _gpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
 
 
 def _cpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+    check_op_arguments(q, k, v, layout)
     signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu=False)
     out = torch.empty(q.shape, dtype=q.dtype)
     lse = _empty_lse(q, signature)
@@ -146,6 +169,7 @@ def _cpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
 
 
 def _fake_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+    check_op_arguments(q, k, v, layout)
     out = q.new_empty(q.shape)
     lse = q.new_empty(lse_shape(q, layout) if return_lse else (0,), dtype=torch.float32)
     return out, lse

@@ -7,17 +7,24 @@ CUDA_HOME, /opt/rocm-* / /usr/local/cuda-* and the system's sonames. So when sag
 has loaded anything, it still takes the libraries torch will use, not a second ROCm:
 
 - torch's own lib/: PyTorch's ROCm wheels bundle libamdhip64 and libhiprtc there. Located with
-  importlib.util.find_spec, so torch is not imported for it.
+  importlib's PathFinder (over sys.path without the current directory), so torch is not imported for it.
 - TheRock's ROCm wheels: the directories of rocm_sdk.find_libraries("amdhip64", "hiprtc") (the
   _rocm_sdk_core package's lib/, which holds libhiprtc.so.7 and no unversioned link); without a
   working rocm_sdk, any _rocm_sdk_core*/lib on sys.path.
 - pip's NVRTC: nvidia/cu13/lib (CUDA 13 wheels), then nvidia/cuda_nvrtc/lib (CUDA 12 wheels).
+
+Every directory is absolute, resolved when the package hands them over, and none comes from the current
+directory: the '' (or the current directory's) entry Python puts first on sys.path for `python -c`, `-m`
+and interactive sessions is not searched, so no GPU library is loaded from wherever the caller stands.
+libsagejit applies the code-object cache's trust rule to them as well (owned by this user or root,
+writable by nobody else, parents too; docs/RUNTIME_DISCOVERY.md).
 
 Two channels carry them, with the same meaning: hand_over(lib) calls sagejit_set_library_search_dirs
 in this process (no change to os.environ, which every child process would inherit), and
 tool_environment() gives the SAGEJIT_LIBRARY_DIRS a sagejit-* program started from Python needs.
 """
 import glob
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -26,18 +33,47 @@ import warnings
 ENV_VAR = "SAGEJIT_LIBRARY_DIRS"
 
 
+def _search_path():
+    """sys.path without the current directory: absolute entries, '' and relative ones left out (Python's
+    entry for `-c`, `-m` and the interactive prompt, which would follow the caller's cwd)."""
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:
+        cwd = None
+    entries = []
+    for entry in sys.path:
+        if not isinstance(entry, str) or not os.path.isabs(entry):
+            continue
+        if cwd is not None and os.path.realpath(entry) == cwd:
+            continue
+        entries.append(entry)
+    return entries
+
+
 def _find_spec(name):
     try:
-        return importlib.util.find_spec(name)
-    except (ImportError, ValueError):  # ValueError: a module in sys.modules without __spec__
+        return importlib.machinery.PathFinder.find_spec(name, _search_path())
+    except (ImportError, ValueError):
         return None
+
+
+def _importable_from_search_path(name):
+    """Whether `import name` would load the package _find_spec finds (not one in the current directory)."""
+    ours = _find_spec(name)
+    if ours is None:
+        return False
+    try:
+        theirs = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    return theirs is not None and theirs.origin == ours.origin
 
 
 def _package_roots(name):
     """The directories of a top-level package, without importing it (an imported one is asked directly)."""
     module = sys.modules.get(name)
     if module is not None and getattr(module, "__path__", None):
-        return list(module.__path__)
+        return [os.path.abspath(root) for root in module.__path__]
     spec = _find_spec(name)
     return list(spec.submodule_search_locations or []) if spec is not None else []
 
@@ -47,18 +83,19 @@ def _torch_dirs():
 
 
 def _rocm_sdk_dirs():
-    if _find_spec("rocm_sdk") is not None:
+    if "rocm_sdk" in sys.modules or _importable_from_search_path("rocm_sdk"):
         try:
             import rocm_sdk
 
-            found = [os.path.dirname(os.fspath(path)) for path in rocm_sdk.find_libraries("amdhip64", "hiprtc")]
+            found = [os.path.dirname(os.path.abspath(os.fspath(path)))
+                     for path in rocm_sdk.find_libraries("amdhip64", "hiprtc")]
             if found:
                 return found
         except (ImportError, OSError, ValueError):  # a partial install: fall back to the package layout
             pass
     dirs = []
-    for entry in sys.path:
-        dirs.extend(sorted(glob.glob(os.path.join(entry or os.curdir, "_rocm_sdk_core*", "lib"))))
+    for entry in _search_path():
+        dirs.extend(sorted(glob.glob(os.path.join(glob.escape(entry), "_rocm_sdk_core*", "lib"))))
     return dirs
 
 
@@ -68,9 +105,11 @@ def _nvidia_nvrtc_dirs():
 
 
 def _existing_unique(dirs):
-    """Existing directories, each once (by real path), in order; one holding the separator cannot be passed."""
+    """Existing absolute directories, each once (by real path), in order; one holding the separator cannot
+    be passed."""
     result, seen = [], set()
     for directory in dirs:
+        directory = os.path.abspath(directory)
         if os.pathsep in directory or not os.path.isdir(directory):
             continue
         key = os.path.realpath(directory)
@@ -92,7 +131,8 @@ def hand_over(lib):
     first), that choice stands and a warning says so. Returns the directories handed over.
     """
     dirs = runtime_search_dirs()
-    status = lib.sagejit_set_library_search_dirs(os.pathsep.join(dirs).encode())
+    # os.fsencode: a directory name that is not UTF-8 (undecodable bytes in sys.path) is passed as its bytes.
+    status = lib.sagejit_set_library_search_dirs(os.fsencode(os.pathsep.join(dirs)))
     if status != 0:
         message = lib.sagejit_last_error().decode("utf-8", "replace")
         warnings.warn(f"sagejit: the GPU library directories of this Python environment ({os.pathsep.join(dirs)}) "

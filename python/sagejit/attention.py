@@ -1,6 +1,7 @@
 """sageattn() with SageAttention's signature and keywords, and supports(), over the torch op and the C ABI."""
 import ctypes
 import math
+import numbers
 from collections import namedtuple
 
 from ._library import SagejitError, Tensor, UnsupportedCall, check, last_error, library
@@ -35,20 +36,52 @@ def _check_keywords(kwargs):
             raise ValueError(f"sageattn(): {name}={value!r} is not one of {list(SELECTION_KEYWORDS[name])}")
 
 
+_FLOAT32_MAX = 3.4028234663852886e38  # sm_scale reaches the kernels as a float32
+
+
+def scale_value(value, name="sm_scale"):
+    """None, or `value` as a float: a Python or NumPy number or a 0-d tensor/array, finite, > 0 and within
+    float32; anything else is SagejitError(invalid_argument) naming the argument."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not (isinstance(value, numbers.Real) or getattr(value, "ndim", None) == 0):
+        raise SagejitError(INVALID_ARGUMENT, f"{name} {value!r} is not a number (a float, an int, a NumPy scalar or "
+                           "a 0-d tensor)")
+    try:
+        result = float(value)
+    except OverflowError:  # an int past every float
+        result = math.inf
+    except (TypeError, ValueError) as error:
+        raise SagejitError(INVALID_ARGUMENT, f"{name} {value!r} is not a number: {error}") from None
+    if not (math.isfinite(result) and 0.0 < result <= _FLOAT32_MAX):
+        shown = repr(value) if len(repr(value)) <= 40 else f"{result:g}"
+        raise SagejitError(INVALID_ARGUMENT, f"{name} {shown} is not a finite number > 0 within float32 "
+                           f"(at most {_FLOAT32_MAX:.7g})")
+    return result
+
+
 def _resolve_scale(sm_scale, scale):
+    """sm_scale or its SDPA name `scale` (one of them, or both equal), as a float or None."""
+    sm_scale, scale = scale_value(sm_scale, "sm_scale"), scale_value(scale, "scale")
     if scale is None:
         return sm_scale
-    if sm_scale is not None and float(sm_scale) != float(scale):
+    if sm_scale is not None and sm_scale != scale:
         raise ValueError(f"sageattn(): sm_scale={sm_scale} and scale={scale} disagree; pass one of them")
     return scale
 
 
-def _check_call(q, k, v, tensor_layout, sm_scale, attn_mask, dropout_p):
+def layout_code(tensor_layout):
+    """0 for 'HND', 1 for 'NHD'; anything else (a lower-case name, a list) is SagejitError(invalid_argument)."""
+    if not isinstance(tensor_layout, str) or tensor_layout not in _LAYOUTS:
+        raise SagejitError(INVALID_ARGUMENT, f"tensor_layout {tensor_layout!r} is not one of ['HND', 'NHD']")
+    return _LAYOUTS[tensor_layout]
+
+
+def _check_call(q, k, v, tensor_layout, attn_mask, dropout_p):
     """The checks Python makes before the op (traceable by torch.compile: no C calls here)."""
     import torch
 
-    if tensor_layout not in _LAYOUTS:
-        raise SagejitError(INVALID_ARGUMENT, f"tensor_layout {tensor_layout!r} is not one of ['HND', 'NHD']")
+    layout_code(tensor_layout)
     if attn_mask is not None:
         raise UnsupportedCall("attn_mask: sagejit computes unmasked (or causal, is_causal=True) attention only; "
                               "pass attn_mask=None or use torch SDPA for masked attention")
@@ -64,9 +97,6 @@ def _check_call(q, k, v, tensor_layout, sm_scale, attn_mask, dropout_p):
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         raise UnsupportedCall("a gradient: q, k or v requires grad, and sagejit has no backward (inference only); "
                               "call it under torch.no_grad() / torch.inference_mode(), or use torch SDPA to train")
-    if sm_scale is not None and not (isinstance(sm_scale, (int, float)) and math.isfinite(sm_scale)
-                                     and sm_scale > 0):
-        raise SagejitError(INVALID_ARGUMENT, f"sm_scale {sm_scale!r} is not a finite number > 0")
 
 
 def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, return_lse=False, smooth_k=True, *,
@@ -91,9 +121,9 @@ def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, retur
     sageattn_op = torch_op()
     _check_keywords(kwargs)
     sm_scale = _resolve_scale(sm_scale, scale)
-    _check_call(q, k, v, tensor_layout, sm_scale, attn_mask, dropout_p)
-    out, lse = sageattn_op(q, k, v, _LAYOUTS[tensor_layout], bool(is_causal),
-                           None if sm_scale is None else float(sm_scale), bool(smooth_k), bool(return_lse))
+    _check_call(q, k, v, tensor_layout, attn_mask, dropout_p)
+    out, lse = sageattn_op(q, k, v, _LAYOUTS[tensor_layout], bool(is_causal), sm_scale, bool(smooth_k),
+                           bool(return_lse))
     return (out, lse) if return_lse else out
 
 
@@ -105,7 +135,7 @@ def supports(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, retur
         torch_op()
         _check_keywords(kwargs)
         sm_scale = _resolve_scale(sm_scale, scale)
-        _check_call(q, k, v, tensor_layout, sm_scale, attn_mask, dropout_p)
+        _check_call(q, k, v, tensor_layout, attn_mask, dropout_p)
         from ._op import _options
 
         options = _options(_LAYOUTS[tensor_layout], is_causal, sm_scale, smooth_k)

@@ -25,8 +25,10 @@ import warnings
 from ._library import SagejitError, library
 
 _state_lock = threading.Lock()
-_original = None      # torch's function while patched
-_route_cpu = False    # patch_sdpa(cpu=True)
+_original = None         # what our wrapper replaced (torch's function, or a wrapper installed before ours); kept
+_active = False          # routing: patch_sdpa() until unpatch_sdpa() or the exit of the outermost `with`
+_route_cpu = False       # patch_sdpa(cpu=True)
+_left_in_chain = False   # unpatched while another wrapper sat on ours: it still calls ours, which passes through
 _counters = {"routed": 0, "fallback": 0}
 _reasons = collections.Counter()
 _warned = set()
@@ -102,13 +104,16 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, is_causal, scale, 
 
 def _routed_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False,
                  **extra):
-    import torch.nn.functional as F
-
     from .attention import sageattn
 
-    original = _original
-    if original is None or original is _routed_sdpa:  # called through a stale reference after unpatch_sdpa()
-        original = F.scaled_dot_product_attention
+    def original():
+        kwargs = dict(attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, **extra)
+        if enable_gqa:
+            kwargs["enable_gqa"] = enable_gqa
+        return _original(query, key, value, **kwargs)
+
+    if not _active:  # unpatched, but still called: a stale reference, or a later wrapper that calls ours
+        return original()
     reason = _fallback_reason(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, extra)
     if reason is None:
         try:
@@ -123,43 +128,51 @@ def _routed_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fal
                 _warned.add(str(error))
                 warnings.warn(f"sagejit: falling back to torch SDPA: {error}", RuntimeWarning, stacklevel=2)
     _count(False, reason)
-    kwargs = dict(attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, **extra)
-    if enable_gqa:
-        kwargs["enable_gqa"] = enable_gqa
-    return original(query, key, value, **kwargs)
+    return original()
 
 
 def _install():
-    global _original
+    global _original, _active, _left_in_chain
     import torch.nn.functional as F
 
-    if _original is None:
+    if F.scaled_dot_product_attention is not _routed_sdpa and not _left_in_chain:
         _original = F.scaled_dot_product_attention
         F.scaled_dot_product_attention = _routed_sdpa
+    _active = True
 
 
 def _uninstall():
-    global _original
+    """Stops routing. Puts back what ours replaced only where ours is still the installed function: a wrapper
+    another library installed later (on top of ours) stays, and ours passes its calls through."""
+    global _active, _left_in_chain
     import torch.nn.functional as F
 
-    if _original is not None:
+    if not _active:
+        return
+    _active = False
+    if F.scaled_dot_product_attention is _routed_sdpa:
         F.scaled_dot_product_attention = _original
-        _original = None
+        _left_in_chain = False
+    else:
+        _left_in_chain = True
 
 
 class _Patch:
-    """Returned by patch_sdpa(): the patch is already active; as a context manager it restores the state
-    from before patch_sdpa() on exit."""
+    """Returned by patch_sdpa(): the patch is already active; as a context manager it restores, on exit, the
+    state from before this patch_sdpa() call (routing on or off, cpu routing), so `with` blocks nest."""
 
-    def __init__(self, was_patched):
-        self._was_patched = was_patched
+    def __init__(self, was_active, route_cpu_before):
+        self._was_active = was_active
+        self._route_cpu_before = route_cpu_before
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
+        global _route_cpu
         with _state_lock:
-            if not self._was_patched:
+            _route_cpu = self._route_cpu_before
+            if not self._was_active:
                 _uninstall()
         return False
 
@@ -169,23 +182,24 @@ def patch_sdpa(cpu=False):
     cpu=True also routes CPU tensors, to the library's emulator (slow; for tests and debugging)."""
     global _route_cpu
     with _state_lock:
-        was_patched = _original is not None
+        before = _Patch(_active, _route_cpu)
         _route_cpu = bool(cpu)
         _install()
     # Ask the library for every head dim up front, so that routing under torch.compile reads a dict.
     for head_dim in range(1, 513):
         _head_dim_supported(head_dim)
-    return _Patch(was_patched)
+    return before
 
 
 def unpatch_sdpa():
-    """Restores torch's own scaled_dot_product_attention."""
+    """Stops routing and restores the function patch_sdpa() replaced (unless another library has since
+    wrapped it: that wrapper stays, and calls through ours reach the replaced function unchanged)."""
     with _state_lock:
         _uninstall()
 
 
 def is_sdpa_patched():
-    return _original is not None
+    return _active
 
 
 def sdpa_counters():

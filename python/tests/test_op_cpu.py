@@ -247,7 +247,7 @@ def test_a_library_that_is_not_libsagejit_is_a_named_error():
 def test_python_m_sagejit_runs_the_programs():
     result = _python("import sys, sagejit.__main__ as m; sys.exit(m.main(['info']))")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "torch.ops.sagejit.sageattn registered" in result.stdout
+    assert "installed (not imported here)" in result.stdout
     assert "sagejit" in result.stdout
     bad = _python("import sys, sagejit.__main__ as m; sys.exit(m.main(['frobnicate']))")
     assert bad.returncode == 2 and "unknown command 'frobnicate'" in bad.stderr

@@ -6,7 +6,9 @@ a dtype or head dim without kernels, ...). The router adds the integrations' pol
 not sent at all (sagejit is unmasked attention without dropout by design; see _refused_argument), CPU
 tensors go to the framework's attention unless `emulate_on_cpu` is set (sagejit's CPU path is an exact
 emulator, far too slow for a model; tests turn it on), and any other sagejit error (no kernels for this
-GPU, a failed compile) falls back too, with one warning per message so it is seen.
+GPU, a failed compile) falls back too, with one warning per message so it is seen. A caller's error
+(invalid_argument: a tensor_layout that is not 'HND'/'NHD', tensors on two devices) is raised, never
+"fallen back" from: the fallback would run the same wrong arguments as something else.
 
 Under torch.compile(fullgraph=True) the routing traces (the counters' updates are replayed per call) as
 long as no sagejit exception is raised while tracing: masks and dropout are decided without one. A refusal
@@ -86,8 +88,9 @@ class Router:
         refuse: the caller's own reason not to send this call to sagejit (counted like sagejit's).
         strict: this call's strict mode (None: the router's). keywords: more of sageattn's (smooth_k, SageAttention's
         kernel-selection keywords)."""
-        from ..attention import sageattn
+        from ..attention import layout_code, sageattn
 
+        layout_code(tensor_layout)  # a caller's error raises on every path, the fallback's too
         strict = self.strict if strict is None else strict
         reason = refuse or _refused_argument(attn_mask, dropout_p) or self._policy_reason(q)
         if reason is None:
@@ -99,7 +102,10 @@ class Router:
                     raise
                 reason = reason_key(error)
             except SagejitError as error:
-                if strict:
+                # A caller's error (tensor_layout="nhd", q and k on two devices) is raised: the fallback would
+                # compute something else with the same arguments. What sagejit's environment lacks (no
+                # kernels compiled, no runtime) falls back, said once.
+                if strict or error.code == "invalid_argument":
                     raise
                 reason = f"sagejit error: {error.code}"
                 self._warn_once(error)

@@ -39,6 +39,28 @@ CacheStats cache_stat(const CodeCache& cache) {
   return stats;
 }
 
+void check_cache_entry(CacheEntryInfo& info) {
+  const auto key = key_of_entry_file_name(info.path.filename().string());
+  const ReadResult read = read_trusted_file(info.path, info.system ? TrustedOwners::self_or_root : TrustedOwners::self);
+  if (!key) {
+    info.problem = "file name does not end in -<32 hex digit key>.sjco";
+  } else if (!read.bytes) {
+    info.problem = read.missing ? "removed while listing" : read.problem;
+  } else {
+    EntryCheck check = decode_entry(*read.bytes, key);
+    info.valid = check.entry.has_value();
+    info.problem = std::move(check.problem);
+    if (check.entry) {
+      info.label = std::move(check.entry->label);
+      // Sound checksums over a payload that is no code object of its target are still a bad entry.
+      const auto target = try_parse_target(info.label.target);
+      info.problem = target ? code_object_problem(check.entry->payload, *target)
+                            : fmt::format("metadata names no valid target (\"{}\")", info.label.target);
+      info.valid = info.problem.empty();
+    }
+  }
+}
+
 std::vector<CacheEntryInfo> cache_list(const CodeCache& cache) {
   std::vector<CacheEntryInfo> out;
   auto add = [&](const fs::path& dir, bool system) {
@@ -49,25 +71,7 @@ std::vector<CacheEntryInfo> cache_list(const CodeCache& cache) {
       info.system = system;
       info.size = file.size;
       info.mtime_unix = file.mtime_unix;
-      const auto key = key_of_entry_file_name(file.path.filename().string());
-      const ReadResult read = read_trusted_file(file.path, system ? TrustedOwners::self_or_root : TrustedOwners::self);
-      if (!key) {
-        info.problem = "file name does not end in -<32 hex digit key>.sjco";
-      } else if (!read.bytes) {
-        info.problem = read.missing ? "removed while listing" : read.problem;
-      } else {
-        EntryCheck check = decode_entry(*read.bytes, key);
-        info.valid = check.entry.has_value();
-        info.problem = std::move(check.problem);
-        if (check.entry) {
-          info.label = std::move(check.entry->label);
-          // Sound checksums over a payload that is no code object of its target are still a bad entry.
-          const auto target = try_parse_target(info.label.target);
-          info.problem = target ? code_object_problem(check.entry->payload, *target)
-                                : fmt::format("metadata names no valid target (\"{}\")", info.label.target);
-          info.valid = info.problem.empty();
-        }
-      }
+      check_cache_entry(info);
       part.push_back(std::move(info));
     }
     std::sort(part.begin(), part.end(), [](const auto& a, const auto& b) {

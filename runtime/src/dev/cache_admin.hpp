@@ -51,6 +51,9 @@ struct VerifyReport {
 };
 
 CacheStats cache_stat(const CodeCache& cache);
+// Reads and checks the entry at info.path (in the system dir when info.system): sets valid, problem
+// and label, as `verify` does (header, key of its file name, checksums, a code object of its target).
+void check_cache_entry(CacheEntryInfo& info);
 // User then system entries, newest first; every entry is read and checked.
 std::vector<CacheEntryInfo> cache_list(const CodeCache& cache);
 // Checks every entry; with `fix`, removes the bad user entries and stale temp files.

@@ -5,7 +5,8 @@
 #include <exception>
 #include <mutex>
 #include <thread>
-#include <vector>
+
+#include "core/worker_threads.hpp"
 
 namespace sagejit::numerics {
 
@@ -27,11 +28,7 @@ void parallel_for(std::int64_t count, const std::function<void(std::int64_t)>& b
       }
     }
   };
-  std::vector<std::thread> threads;
-  threads.reserve(static_cast<std::size_t>(workers - 1));
-  for (std::int64_t t = 1; t < workers; ++t) threads.emplace_back(work);
-  work();
-  for (auto& thread : threads) thread.join();
+  run_worker_threads(static_cast<unsigned>(workers), work, [&] { next = count; }, "the CPU emulator (parallel_for)");
   if (first_error) std::rethrow_exception(first_error);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <system_error>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "platform/trusted_dir.hpp"
 
 namespace sagejit {
 namespace {
@@ -63,6 +65,10 @@ class Search {
   DiscoveredLibrary run(const DiscoveredLibrary* hip_runtime) {
     if (which_ == RuntimeLibrary::hiprtc && hip_runtime != nullptr && hip_runtime->library)
       return from_rocm_of(*hip_runtime);
+    if (which_ == RuntimeLibrary::hiprtc && hip_runtime != nullptr && hip_runtime->refused)
+      return refused(fmt::format("{} is not loaded because the HIP runtime was refused, and hipRTC must come from "
+                                 "the HIP runtime's ROCm (never from another one by directory or soname): {}",
+                                 spec_.display, hip_runtime->error));
     if (auto chosen = already_loaded()) return std::move(*chosen);
     if (auto chosen = explicit_file()) return std::move(*chosen);
     if (auto chosen = in_directories(inputs_.handed_over, DiscoveryRule::handed_over)) return std::move(*chosen);
@@ -134,6 +140,19 @@ class Search {
   // (b) The named file, or an error: what the user named is not silently replaced.
   std::optional<DiscoveredLibrary> explicit_file() {
     if (!inputs_.explicit_path) return std::nullopt;
+    const std::string& named = *inputs_.explicit_path;
+    if (named.find('/') != std::string::npos) {  // a bare file name is the dynamic linker's to find
+      const std::string variable = fmt::format("{}={}", spec_.explicit_variable, named);
+      if (!std::filesystem::path(named).is_absolute())
+        return refused(fmt::format("{}: a relative path, which would follow the current directory; give an absolute "
+                                   "path (or a bare file name for the dynamic linker's search)",
+                                   variable));
+      if (file_exists(named))
+        if (const std::string untrusted = untrusted_library_file_reason(named, variable); !untrusted.empty())
+          return refused(fmt::format("{}; {} is not loaded from a file or directory another user could have "
+                                     "written. Point it at a library of root or of this user, or unset it",
+                                     untrusted, spec_.display));
+    }
     std::vector<std::string> attempts;
     auto library = DynamicLibrary::open_first({*inputs_.explicit_path}, attempts, spec_.required_symbol);
     if (!library)
@@ -152,6 +171,12 @@ class Search {
         const std::string file = directory.path + "/" + name;
         if (!file_exists(file)) continue;
         any_file = true;
+        if (const std::string untrusted = untrusted_library_file_reason(file, fmt::format("{} ({})", file, directory.origin));
+            !untrusted.empty()) {
+          log::warn("{}; not loaded (a library another user could have written)", untrusted);
+          attempts_.push_back(untrusted);
+          continue;
+        }
         if (auto library = DynamicLibrary::open_first({file}, attempts_, spec_.required_symbol))
           return found(std::move(*library), rule, directory.origin);
       }
@@ -209,6 +234,37 @@ class Search {
   std::vector<std::string> attempts_;
 };
 
+// NVRTC dlopens its builtins (libnvrtc-builtins.so.<major>.<minor>) by soname at the first compile.
+// pip's wheel (nvidia/cu13/lib) is on no linker path, so the builtins next to the chosen NVRTC are
+// loaded first (newest name first, trust-checked like NVRTC itself); the linker then matches the
+// soname to the loaded copy. Where the linker finds them anyway this changes nothing.
+std::vector<DynamicLibrary> nvrtc_builtins_next_to(const DynamicLibrary& nvrtc) {
+  constexpr std::string_view prefix = "libnvrtc-builtins.so.";
+  std::vector<std::string> names;
+  std::error_code error;
+  for (const auto& item : std::filesystem::directory_iterator(nvrtc.directory(), error)) {
+    const std::string name = item.path().filename().string();
+    if (name.starts_with(prefix)) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end(), std::greater<>());
+  std::vector<DynamicLibrary> loaded;
+  for (const std::string& name : names) {
+    const std::string file = nvrtc.directory() + "/" + name;
+    if (const std::string untrusted = untrusted_library_file_reason(file, "NVRTC's builtins " + file);
+        !untrusted.empty()) {
+      log::warn("{}; not loaded", untrusted);
+      continue;
+    }
+    std::vector<std::string> attempts;
+    if (auto library = DynamicLibrary::open_first({file}, attempts)) {
+      loaded.push_back(std::move(*library));
+      break;
+    }
+    log::debug("NVRTC's builtins {} did not load: {}", file, describe_attempts(attempts));
+  }
+  return loaded;
+}
+
 // Rule (c)'s directories given by the host, and whether they can still change.
 struct HandOver {
   std::mutex mutex;
@@ -261,7 +317,9 @@ std::string DiscoveredLibrary::rule_text() const {
 
 DiscoveredLibrary discover_library(RuntimeLibrary which, const DiscoveryInputs& inputs,
                                    const DiscoveredLibrary* hip_runtime) {
-  return Search(which, inputs).run(hip_runtime);
+  DiscoveredLibrary chosen = Search(which, inputs).run(hip_runtime);
+  if (which == RuntimeLibrary::nvrtc && chosen.library) chosen.companions = nvrtc_builtins_next_to(*chosen.library);
+  return chosen;
 }
 
 DiscoveryInputs process_discovery_inputs(RuntimeLibrary which) {
@@ -269,8 +327,13 @@ DiscoveryInputs process_discovery_inputs(RuntimeLibrary which) {
   DiscoveryInputs inputs;
   inputs.explicit_path = env::get(spec.explicit_variable);
   if (auto listed = env::get("SAGEJIT_LIBRARY_DIRS"))
-    for (std::string& directory : split_search_path(*listed))
+    for (std::string& directory : split_search_path(*listed)) {
+      if (!std::filesystem::path(directory).is_absolute()) {  // it would follow the current directory
+        log::warn("SAGEJIT_LIBRARY_DIRS entry {} is ignored: not an absolute path", directory);
+        continue;
+      }
       inputs.handed_over.push_back({std::move(directory), "SAGEJIT_LIBRARY_DIRS"});
+    }
   for (std::string& directory : handed_over_library_dirs())
     inputs.handed_over.push_back({std::move(directory), "handed over by the host"});
   inputs.toolkit = toolkit_library_dirs(*spec.toolkit, env::get(spec.toolkit->root_variable),
@@ -313,9 +376,13 @@ void hand_over_library_dirs(const std::vector<std::string>& directories) {
          "library search directories handed over too late: this process has already chosen its GPU runtime "
          "libraries (at the first device, compile or info use), and a loaded library is not swapped; hand them "
          "over right after loading sagejit (sagejit_set_library_search_dirs), or set SAGEJIT_LIBRARY_DIRS");
-  for (const std::string& directory : directories)
+  for (const std::string& directory : directories) {
     if (directory.empty())
       fail(ErrorCode::invalid_argument, "library search directories: an empty directory name was given; pass paths");
+    if (!std::filesystem::path(directory).is_absolute())  // resolved at first GPU use, it would follow the cwd
+      fail(ErrorCode::invalid_argument, "library search directories: {} is not an absolute path; pass absolute ones",
+           directory);
+  }
   hand_over().directories = directories;
 }
 

@@ -59,6 +59,8 @@ struct DiscoveredLibrary {
   std::string origin;  // what the rule matched: "SAGEJIT_HIP_LIBRARY", "ROCM_PATH", "/opt/rocm-7.0.2", a soname
   std::string error;   // why there is none, when `library` is empty
   bool refused = false;  // there is one, but it may not be used (one HIP runtime, one ROCm, a (b) that fails)
+  // Libraries loaded with it from its directory, kept as long as it is: NVRTC's builtins.
+  std::vector<DynamicLibrary> companions;
 
   // "(d) ROCM_PATH", "(a) already loaded in this process": by which rule it was chosen.
   std::string rule_text() const;
