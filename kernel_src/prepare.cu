@@ -83,24 +83,30 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p) {
   const int hk = (int)sj_block_x(), b = (int)sj_block_y();
   const int chunks = sj_chunks(p.seq_kv);
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
-  for (int d = (int)sj_thread_x(); d < SJ_D; d += SJ_THREADS) {
-    float mean = 0.0f;
-    if (p.smooth_k) {
-      double sum = 0.0;
-      // Unrolled so the loads are in flight together; the adds stay in chunk order (the contract's).
-#pragma unroll 8
-      for (int c = 0; c < chunks; ++c) sum = sj_add_rn_f64(sum, p.k_mean_partial[(head * chunks + c) * SJ_D + d]);
-      mean = sj_k_mean(sum, p.seq_kv);
-    }
-    p.k_mean[head * SJ_D + d] = mean;
+  // Work items 0..D-1: the K mean of one channel; D..2D-1: the V scale of one channel, on separate
+  // threads (each item is one latency-bound walk over the chunks' partials). Unrolled so the loads
+  // are in flight together; the adds stay in chunk order (the contract's).
+  for (int item = (int)sj_thread_x(); item < 2 * SJ_D; item += SJ_THREADS) {
+    const int d = item % SJ_D;
+    if (item < SJ_D) {
+      float mean = 0.0f;
+      if (p.smooth_k) {
+        double sum = 0.0;
+#pragma unroll 16
+        for (int c = 0; c < chunks; ++c) sum = sj_add_rn_f64(sum, p.k_mean_partial[(head * chunks + c) * SJ_D + d]);
+        mean = sj_k_mean(sum, p.seq_kv);
+      }
+      p.k_mean[head * SJ_D + d] = mean;
+    } else {
 #if SJ_PV_FP16
-    p.v_scale[head * SJ_D + d] = 1.0f;
+      p.v_scale[head * SJ_D + d] = 1.0f;
 #else
-    float amax = 0.0f;
-#pragma unroll 8
-    for (int c = 0; c < chunks; ++c) amax = sj_amax_update(amax, p.v_amax_partial[(head * chunks + c) * SJ_D + d]);
-    p.v_scale[head * SJ_D + d] = sj_v_scale(amax);
+      float amax = 0.0f;
+#pragma unroll 16
+      for (int c = 0; c < chunks; ++c) amax = sj_amax_update(amax, p.v_amax_partial[(head * chunks + c) * SJ_D + d]);
+      p.v_scale[head * SJ_D + d] = sj_v_scale(amax);
 #endif
+    }
   }
 }
 
@@ -195,26 +201,38 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
   const bool vector = sj_rows_aligned(input, base, stride_n);
 
   float x[per_thread][8];
-  float amax = 0.0f;
+  // max|x| as the maximum of the magnitudes' bit patterns: for non-negative floats the integer order
+  // is the float order, and every NaN pattern is above +inf, so a NaN still wins (two ALU operations
+  // per element instead of four for sj_amax_update's compare, NaN test and select).
+  sj_u32 amax_bits = 0u;
 #pragma unroll
   for (int k = 0; k < per_thread; ++k) {
     const int item = tid + k * SJ_THREADS;
     const int r = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
     const int n = first_row + r;
     if (item < SJ_QUANT_BLOCK * SJ_CHUNKS && n < seq && d0 < p.head_dim) {
-      float value[8];
+      float value[8], mean_chunk[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
       sj_load_chunk(input, base + n * stride_n + d0, vector, value);
+      if (!is_q) {  // two 16-byte loads: k_mean is a 256-aligned section and d0 a multiple of 8
+        const SjVec16 low = ((const SjVec16*)(mean + d0))[0], high = ((const SjVec16*)(mean + d0))[1];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          mean_chunk[i] = sj_bit_cast<float>(low.word[i]);
+          mean_chunk[4 + i] = sj_bit_cast<float>(high.word[i]);
+        }
+      }
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
-        x[k][i] = is_q ? sj_q_prescale(value[i], p.q_mul) : sj_k_smooth(value[i], mean[d0 + i]);
-        amax = sj_amax_update(amax, x[k][i]);
+        x[k][i] = is_q ? sj_q_prescale(value[i], p.q_mul) : sj_k_smooth(value[i], mean_chunk[i]);
+        const sj_u32 magnitude = sj_bit_cast<sj_u32>(x[k][i]) & 0x7fffffffu;
+        amax_bits = magnitude > amax_bits ? magnitude : amax_bits;
       }
     } else {
 #pragma unroll
       for (int i = 0; i < 8; ++i) x[k][i] = 0.0f;
     }
   }
-  amax = sj_block_amax(amax, scratch);
+  const float amax = sj_block_amax(sj_bit_cast<float>(amax_bits), scratch);
   const float scale = sj_int8_scale(amax);
 
   const sj_i64 head_row0 = ((sj_i64)b * heads + head) * seq_pad;
