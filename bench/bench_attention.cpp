@@ -44,6 +44,7 @@ std::vector<Shape> default_shapes() {
   }
   shapes.push_back({"vae-8k-d64", 1, 16, 8192, 64, false});
   shapes.push_back({"llm-4k-d128-causal", 4, 32, 4096, 128, true});
+  shapes.push_back({"small-1k-d128", 2, 24, 1024, 128, false});  // prepare and launches dominate
   return shapes;
 }
 

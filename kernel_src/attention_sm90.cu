@@ -71,8 +71,9 @@ SJ_DEVICE void sj_sm90_issue_qk(int (&s)[SJ_S_REGS], unsigned q_smem, unsigned k
 
 // Online softmax of one score tile for rows `row` and `row + 8` (log2 domain, docs/NUMERICS.md steps
 // 1-6), leaving P in e4m3 as the register A operand of the PV wgmma (k32 step kk = n8 blocks
-// 4kk..4kk+3, in the sm80 slot order of V). Per score: an exact int -> float (1.5 * 2^23 magic
-// number: |dot| < 2^22), a max, one FFMA dot * scale - (m - offset), ex2 and the row sum. The tile
+// 4kk..4kk+3, in the sm80 slot order of V). Per score: an exact int -> float (one I2FP.F32.S32,
+// an ALU-pipe instruction on sm_90, where the 1.5 * 2^23 magic number took an IADD and an FADD:
+// |dot| < 2^22), a max, one FFMA dot * scale - (m - offset), ex2 and the row sum. The tile
 // max is taken on the unscaled dots of each 32-key scale group and scaled once per group (scales are
 // positive and rounding is monotone, so it equals the max of the rounded scores).
 template <bool kMask>
@@ -89,7 +90,7 @@ SJ_DEVICE void sj_sm90_softmax(const int (&s_acc)[SJ_S_REGS], const float (&qk_s
 #pragma unroll
   for (int i = 0; i < SJ_S_REGS; ++i) {
     const int h = (i >> 1) & 1;
-    float dot = sj_bit_cast<float>(s_acc[i] + 0x4B400000) - 12582912.0f;
+    float dot = (float)s_acc[i];
     if (kMask && !sj_key_visible(row + 8 * h, first_key + sj_sm90_acc_col(lane, i), seq_kv, SJ_CAUSAL))
       dot = sj_neg_inf();  // times a zero scale gives NaN, which fmaxf below ignores
     value[i] = dot;

@@ -83,39 +83,58 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p) {
   const int hk = (int)sj_block_x(), b = (int)sj_block_y();
   const int chunks = sj_chunks(p.seq_kv);
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
-  for (int d = (int)sj_thread_x(); d < SJ_D; d += SJ_THREADS) {
-    float mean = 0.0f;
-    if (p.smooth_k) {
-      double sum = 0.0;
-      // Unrolled so the loads are in flight together; the adds stay in chunk order (the contract's).
-#pragma unroll 8
-      for (int c = 0; c < chunks; ++c) sum = sj_add_rn_f64(sum, p.k_mean_partial[(head * chunks + c) * SJ_D + d]);
-      mean = sj_k_mean(sum, p.seq_kv);
-    }
-    p.k_mean[head * SJ_D + d] = mean;
+  // Work items 0..D-1: the K mean of one channel; D..2D-1: the V scale of one channel, on separate
+  // threads (each item is one latency-bound walk over the chunks' partials). Unrolled so the loads
+  // are in flight together; the adds stay in chunk order (the contract's).
+  for (int item = (int)sj_thread_x(); item < 2 * SJ_D; item += SJ_THREADS) {
+    const int d = item % SJ_D;
+    if (item < SJ_D) {
+      float mean = 0.0f;
+      if (p.smooth_k) {
+        double sum = 0.0;
+#pragma unroll 16
+        for (int c = 0; c < chunks; ++c) sum = sj_add_rn_f64(sum, p.k_mean_partial[(head * chunks + c) * SJ_D + d]);
+        mean = sj_k_mean(sum, p.seq_kv);
+      }
+      p.k_mean[head * SJ_D + d] = mean;
+    } else {
 #if SJ_PV_FP16
-    p.v_scale[head * SJ_D + d] = 1.0f;
+      p.v_scale[head * SJ_D + d] = 1.0f;
 #else
-    float amax = 0.0f;
-#pragma unroll 8
-    for (int c = 0; c < chunks; ++c) amax = sj_amax_update(amax, p.v_amax_partial[(head * chunks + c) * SJ_D + d]);
-    p.v_scale[head * SJ_D + d] = sj_v_scale(amax);
+      float amax = 0.0f;
+#pragma unroll 16
+      for (int c = 0; c < chunks; ++c) amax = sj_amax_update(amax, p.v_amax_partial[(head * chunks + c) * SJ_D + d]);
+      p.v_scale[head * SJ_D + d] = sj_v_scale(amax);
 #endif
+    }
   }
 }
 
-// Block-wide max|x| (NaN-propagating) through shared memory.
-SJ_DEVICE float sj_block_amax(float amax, float* scratch) {
+// Block-wide maximum of magnitudes given as fp32 bit patterns (|x| bits: non-negative floats compare
+// as integers, and every NaN pattern is above +inf, so a NaN wins), through shared memory in two
+// levels and two barriers: SJ_THREADS / 32 partials of 32 entries each, then every thread reads the
+// SJ_THREADS / 32 partials (a tree took log2(threads) + 1 barriers and read 32 partials per thread).
+SJ_DEVICE float sj_block_amax(sj_u32 magnitude_bits, sj_u32* scratch) {
+  constexpr int partials = SJ_THREADS / 32;
   const int tid = (int)sj_thread_x();
-  scratch[tid] = amax;
+  scratch[tid] = magnitude_bits;
   sj_barrier();
-  for (int width = SJ_THREADS / 2; width > 0; width /= 2) {
-    if (tid < width) scratch[tid] = sj_amax_update(scratch[tid], scratch[tid + width]);
-    sj_barrier();
+  if (tid < partials) {
+    // Partial tid covers entries tid, tid + partials, ...: its threads read consecutive words (no
+    // bank conflicts); the maximum does not depend on the grouping.
+    sj_u32 partial = scratch[tid];
+#pragma unroll
+    for (int i = 1; i < 32; ++i) {
+      const sj_u32 value = scratch[tid + partials * i];
+      partial = value > partial ? value : partial;
+    }
+    scratch[SJ_THREADS + tid] = partial;
   }
-  const float result = scratch[0];
   sj_barrier();
-  return result;
+  sj_u32 result = scratch[SJ_THREADS];
+#pragma unroll
+  for (int i = 1; i < partials; ++i) result = scratch[SJ_THREADS + i] > result ? scratch[SJ_THREADS + i] : result;
+  return sj_bit_cast<float>(result);  // scratch[0 .. SJ_THREADS) is free again (the partials follow it)
 }
 
 // 16 bytes moved as one vector access (8 bf16/fp16 inputs, 16 e4m3 or 8 fp16 outputs).
@@ -145,6 +164,32 @@ SJ_DEVICE bool sj_rows_aligned(const void* input, sj_i64 base, sj_i64 stride_n) 
   return ((((sj_u64)input + (sj_u64)(base * 2)) | (sj_u64)(stride_n * 2)) & 15u) == 0;
 }
 
+// The int8 rows of one block from the registers of sj_quantize_rows (8 int8 per 8-byte store);
+// rows past the sequence are written as 0. kFast: sj_quantize_int8_by (the scale is
+// sj_divisor_fast and every x finite), else sj_quantize_int8.
+template <bool kFast, int kPerThread>
+SJ_DEVICE void sj_store_int8_rows(const float (&x)[kPerThread][8], const SjDivisor& scale, int first_row, int seq,
+                                  sj_i8* out) {
+  const int tid = (int)sj_thread_x();
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    const int item = tid + k * SJ_THREADS;
+    if (item >= SJ_QUANT_BLOCK * SJ_CHUNKS) continue;
+    const int r = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
+    const bool valid = first_row + r < seq;
+    sj_u32 packed[2] = {0u, 0u};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const sj_i8 q = kFast ? sj_quantize_int8_by(x[k][i], scale) : sj_quantize_int8(x[k][i], scale.value);
+      packed[i >> 2] |= (sj_u32)(sj_u8)q << (8 * (i & 3));
+    }
+    if (!valid) packed[0] = packed[1] = 0u;
+    sj_u32* destination = (sj_u32*)(out + r * SJ_D + d0);  // 8-byte aligned: sections are 256-aligned
+    destination[0] = packed[0];
+    destination[1] = packed[1];
+  }
+}
+
 // One 32-row block of Q (is_q) or K: x per element, block amax, int8 with the block scale. Each
 // thread keeps its 8-channel chunks in registers; rows past the sequence and channels past
 // p.head_dim are x = 0 (outside the amax) and written as 0.
@@ -162,46 +207,48 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
   const bool vector = sj_rows_aligned(input, base, stride_n);
 
   float x[per_thread][8];
-  float amax = 0.0f;
+  // max|x| as the maximum of the magnitudes' bit patterns: for non-negative floats the integer order
+  // is the float order, and every NaN pattern is above +inf, so a NaN still wins (two ALU operations
+  // per element instead of four for sj_amax_update's compare, NaN test and select).
+  sj_u32 amax_bits = 0u;
 #pragma unroll
   for (int k = 0; k < per_thread; ++k) {
     const int item = tid + k * SJ_THREADS;
     const int r = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
     const int n = first_row + r;
     if (item < SJ_QUANT_BLOCK * SJ_CHUNKS && n < seq && d0 < p.head_dim) {
-      float value[8];
+      float value[8], mean_chunk[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
       sj_load_chunk(input, base + n * stride_n + d0, vector, value);
+      if (!is_q) {  // two 16-byte loads: k_mean is a 256-aligned section and d0 a multiple of 8
+        const SjVec16 low = ((const SjVec16*)(mean + d0))[0], high = ((const SjVec16*)(mean + d0))[1];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          mean_chunk[i] = sj_bit_cast<float>(low.word[i]);
+          mean_chunk[4 + i] = sj_bit_cast<float>(high.word[i]);
+        }
+      }
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
-        x[k][i] = is_q ? sj_q_prescale(value[i], p.q_mul) : sj_k_smooth(value[i], mean[d0 + i]);
-        amax = sj_amax_update(amax, x[k][i]);
+        x[k][i] = is_q ? sj_q_prescale(value[i], p.q_mul) : sj_k_smooth(value[i], mean_chunk[i]);
+        const sj_u32 magnitude = sj_bit_cast<sj_u32>(x[k][i]) & 0x7fffffffu;
+        amax_bits = magnitude > amax_bits ? magnitude : amax_bits;
       }
     } else {
 #pragma unroll
       for (int i = 0; i < 8; ++i) x[k][i] = 0.0f;
     }
   }
-  amax = sj_block_amax(amax, scratch);
+  const float amax = sj_block_amax(amax_bits, (sj_u32*)scratch);
   const float scale = sj_int8_scale(amax);
 
   const sj_i64 head_row0 = ((sj_i64)b * heads + head) * seq_pad;
   sj_i8* out = (is_q ? p.q8 : p.k8) + (head_row0 + first_row) * SJ_D;
-#pragma unroll
-  for (int k = 0; k < per_thread; ++k) {
-    const int item = tid + k * SJ_THREADS;
-    if (item >= SJ_QUANT_BLOCK * SJ_CHUNKS) continue;
-    const int r = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
-    const bool valid = first_row + r < seq;
-    sj_u32 packed[2] = {0u, 0u};
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const sj_i8 q = valid ? sj_quantize_int8(x[k][i], scale) : (sj_i8)0;
-      packed[i >> 2] |= (sj_u32)(sj_u8)q << (8 * (i & 3));
-    }
-    sj_u32* destination = (sj_u32*)(out + r * SJ_D + d0);  // 8-byte aligned: sections are 256-aligned
-    destination[0] = packed[0];
-    destination[1] = packed[1];
-  }
+  // A scale in sj_divisor_fast's range (every finite block of ordinary inputs) also means every x of
+  // the block is finite: the branch-free quantizer with the hoisted reciprocal, else the general one.
+  if (sj_divisor_fast(scale))
+    sj_store_int8_rows<true>(x, sj_divisor(scale), first_row, seq, out);
+  else
+    sj_store_int8_rows<false>(x, SjDivisor{scale, 0.0f}, first_row, seq, out);
   if (tid == 0) (is_q ? p.q_scale : p.k_scale)[head_row0 / SJ_QUANT_BLOCK + block] = scale;
 
   // LSE correction: delta = x . mean_k of the query head's KV head (fp32, any order per the contract).
@@ -236,9 +283,81 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
   }
 }
 
+// Work items of the V store: (channel d, part), `parts` items per channel, each writing `slots`
+// consecutive slots; consecutive threads take consecutive channels (conflict-free shared reads).
+// SJ_D * parts == SJ_THREADS, so every thread has one item, and the part (tid / SJ_D) is uniform
+// per warp: it is made a template argument, so the slot -> key map is resolved at compile time.
+#define SJ_V_PARTS (SJ_THREADS > SJ_D ? SJ_THREADS / SJ_D : 1)
+#define SJ_V_SLOTS (SJ_QUANT_BLOCK / SJ_V_PARTS)  // 32, 16 or 8 slots per item
+
+// Slots kSlot0 .. kSlot0 + SJ_V_SLOTS - 1 of channel d of one group of 32 keys staged in `tile`
+// (keys past the sequence hold 0), quantized and stored with 16-byte (or 8-byte) stores.
+template <int kSlot0>
+SJ_DEVICE void sj_store_v_item(const SjPrepareParams& p, const float* tile, sj_i64 head, int d, int first_key) {
+  constexpr int slots = SJ_V_SLOTS;
+  const sj_i64 row = (head * SJ_D + d) * p.seq_kv_pad + first_key + kSlot0;
+#if SJ_PV_FP16
+  sj_u32 words[slots / 2];
+#pragma unroll
+  for (int w = 0; w < slots / 2; ++w) {
+    sj_u16 half[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int key = sj_v_key_of_slot(kSlot0 + 2 * w + i);
+      half[i] = first_key + key < p.seq_kv ? sj_v_to_fp16(tile[key * SJ_D + d]) : (sj_u16)0;
+    }
+    words[w] = (sj_u32)half[0] | ((sj_u32)half[1] << 16);
+  }
+  sj_u32* destination = (sj_u32*)((sj_u16*)p.v_quant + row);
+#else
+  const float scale = p.v_scale[head * SJ_D + d];
+  sj_u32 words[slots / 4];
+  if (sj_divisor_fast(scale)) {
+    // Every V of the channel is finite (its amax is), and keys past the sequence hold 0 in the tile,
+    // which quantizes to code 0 as the general path writes for them: no per-key test.
+    const SjDivisor divisor = sj_divisor(scale);
+#pragma unroll
+    for (int w = 0; w < slots / 4; ++w) {
+      sj_u32 packed = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        packed |= (sj_u32)sj_quantize_e4m3_by(tile[sj_v_key_of_slot(kSlot0 + 4 * w + i) * SJ_D + d], divisor) << (8 * i);
+      words[w] = packed;
+    }
+  } else {
+#pragma unroll
+    for (int w = 0; w < slots / 4; ++w) {
+      sj_u32 packed = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int key = sj_v_key_of_slot(kSlot0 + 4 * w + i);
+        const sj_u8 q = first_key + key < p.seq_kv ? sj_quantize_e4m3(tile[key * SJ_D + d], scale) : (sj_u8)0;
+        packed |= (sj_u32)q << (8 * i);
+      }
+      words[w] = packed;
+    }
+  }
+  sj_u32* destination = (sj_u32*)((sj_u8*)p.v_quant + row);
+#endif
+  // The destination is 16-byte aligned whenever the item writes >= 16 bytes (sections are
+  // 256-aligned, seq_kv_pad is a multiple of 128 and kSlot0 of slots).
+  constexpr int word_count = (int)(sizeof(words) / sizeof(words[0]));
+  if (word_count % 4 == 0) {
+#pragma unroll
+    for (int w = 0; w < word_count; w += 4) {
+      SjVec16 v;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v.word[i] = words[w + i];
+      *(SjVec16*)(destination + w) = v;
+    }
+  } else {
+#pragma unroll
+    for (int w = 0; w < word_count; ++w) destination[w] = words[w];
+  }
+}
+
 // One group of 32 keys of V: quantize and store transposed, keys in the target's slot order. The
-// group is staged in shared memory (loaded in 8-channel chunks); then each work item writes `slots`
-// consecutive slots of one channel with 16-byte (or 8-byte) stores.
+// group is staged in shared memory (loaded in 8-channel chunks); then each thread writes one item.
 SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int group, float* tile) {
   const int tid = (int)sj_thread_x();
   const int first_key = group * SJ_QUANT_BLOCK;
@@ -254,62 +373,17 @@ SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int group,
   }
   sj_barrier();
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
-  // Work item = (channel d, part): consecutive items are consecutive channels (conflict-free reads).
-  constexpr int parts = SJ_THREADS > SJ_D ? SJ_THREADS / SJ_D : 1;
-  constexpr int slots = SJ_QUANT_BLOCK / parts;  // 32, 16 or 8 slots per item
-  for (int item = tid; item < SJ_D * parts; item += SJ_THREADS) {
-    const int d = item % SJ_D, slot0 = (item / SJ_D) * slots;
-    const sj_i64 row = (head * SJ_D + d) * p.seq_kv_pad + first_key + slot0;
-#if SJ_PV_FP16
-    sj_u32 words[slots / 2];
-#pragma unroll
-    for (int w = 0; w < slots / 2; ++w) {
-      sj_u16 half[2];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int key = sj_v_key_of_slot(slot0 + 2 * w + i);
-        half[i] = first_key + key < p.seq_kv ? sj_v_to_fp16(tile[key * SJ_D + d]) : (sj_u16)0;
-      }
-      words[w] = (sj_u32)half[0] | ((sj_u32)half[1] << 16);
-    }
-    sj_u32* destination = (sj_u32*)((sj_u16*)p.v_quant + row);
-#else
-    const float scale = p.v_scale[head * SJ_D + d];
-    sj_u32 words[slots / 4];
-#pragma unroll
-    for (int w = 0; w < slots / 4; ++w) {
-      sj_u32 packed = 0;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int key = sj_v_key_of_slot(slot0 + 4 * w + i);
-        const sj_u8 q = first_key + key < p.seq_kv ? sj_quantize_e4m3(tile[key * SJ_D + d], scale) : (sj_u8)0;
-        packed |= (sj_u32)q << (8 * i);
-      }
-      words[w] = packed;
-    }
-    sj_u32* destination = (sj_u32*)((sj_u8*)p.v_quant + row);
-#endif
-    // The destination is 16-byte aligned whenever the item writes >= 16 bytes (sections are
-    // 256-aligned, seq_kv_pad is a multiple of 128 and slot0 of slots).
-    constexpr int word_count = (int)(sizeof(words) / sizeof(words[0]));
-    if (word_count % 4 == 0) {
-#pragma unroll
-      for (int w = 0; w < word_count; w += 4) {
-        SjVec16 v;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) v.word[i] = words[w + i];
-        *(SjVec16*)(destination + w) = v;
-      }
-    } else {
-#pragma unroll
-      for (int w = 0; w < word_count; ++w) destination[w] = words[w];
-    }
-  }
+  static_assert(SJ_D * SJ_V_PARTS == SJ_THREADS, "one V item per thread");
+  const int d = tid % SJ_D, part = tid / SJ_D;
+  if (part == 0) sj_store_v_item<0>(p, tile, head, d, first_key);
+  if (SJ_V_PARTS > 1 && part == 1) sj_store_v_item<SJ_V_SLOTS>(p, tile, head, d, first_key);
+  if (SJ_V_PARTS > 2 && part == 2) sj_store_v_item<2 * SJ_V_SLOTS>(p, tile, head, d, first_key);
+  if (SJ_V_PARTS > 3 && part == 3) sj_store_v_item<3 * SJ_V_SLOTS>(p, tile, head, d, first_key);
 }
 
 SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_quantize(SjPrepareParams p) {
   SJ_SHARED float tile[SJ_BLOCK_ELEMENTS];
-  SJ_SHARED float scratch[SJ_THREADS];
+  SJ_SHARED float scratch[SJ_THREADS + 32];
   const int b = (int)sj_block_y();
   int index = (int)sj_block_x();
   const int q_blocks = p.seq_q_pad / SJ_QUANT_BLOCK, k_blocks = p.seq_kv_pad / SJ_QUANT_BLOCK;

@@ -71,6 +71,48 @@ TEST_CASE("GPU prepare matches the emulator bit for bit") {
   check_prepare(*gpu, tiny);
 }
 
+// The quantizers' fast path (quant.h: sj_div_rn_by with the reciprocal hoisted per block/channel,
+// branch-free rounding) on the values where a wrong quotient would show: int8 ties (x / scale exactly
+// k + 0.5, for scale 1 and 0.5), e4m3 midpoints (normal, subnormal, saturation), -0 and tiny values,
+// next to random values of the same blocks. Positions of the special values are random (seed logged).
+TEST_CASE("GPU prepare: int8 ties and e4m3 midpoints match the emulator bit for bit") {
+  const auto gpu = gpu_or_skip();
+  if (!gpu) return;
+  const float k_values[] = {0.5f, -0.5f, 1.5f, -2.5f, 3.5f, 62.5f, -100.5f, 126.5f, -126.5f, 0.25f, 0.75f, -1.25f,
+                            0.0f, -0.0f, 1e-30f, 7.0f};
+  const float v_values[] = {1.0625f, -1.0625f, 1.1875f, 248.0f, -248.0f, 0.0029296875f, 0.0009765625f,
+                            -0.0048828125f, 0.0f, -0.0f, 1e-30f, 0.01611328125f, 447.0f, 3.0f, -0.5f, 2.25f};
+  const std::uint64_t seed = test::random_in(0, 1 << 30);
+  CAPTURE(seed);
+  for (int threads : {128, 256})
+    for (std::int64_t head_dim : {64, 128}) {
+      Case c{.seq_q = 64, .seq_kv = 200, .head_dim = head_dim, .smooth_k = false,
+             .attention = {{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 64}, {"stages", 2}, {"pv_fp16", 0}},
+             .prepare = {{"threads", threads}}, .seed = seed + static_cast<std::uint64_t>(threads + head_dim)};
+      c.edit_inputs = [&, seed](numerics::HostTensor&, numerics::HostTensor& k, numerics::HostTensor& v) {
+        std::mt19937_64 rng(seed);
+        for (std::int64_t h = 0; h < 2; ++h)
+          for (std::int64_t n = 0; n < c.seq_kv; ++n)
+            for (std::int64_t d = 0; d < head_dim; ++d) {
+              if (rng() % 2 == 0) k.set(0, h, n, d, k_values[rng() % std::size(k_values)]);
+              if (rng() % 2 == 0) v.set(0, h, n, d, v_values[rng() % std::size(v_values)]);
+            }
+        for (std::int64_t h = 0; h < 2; ++h) {
+          // Scale 1 for even 32-row K blocks (amax 127), 0.5 for odd ones (amax 63.5: the random
+          // normal values stay below it); V scale 1 in every channel (amax 448).
+          for (std::int64_t n = 0; n < c.seq_kv; n += 32) {
+            for (std::int64_t r = n; r < std::min<std::int64_t>(n + 32, c.seq_kv); ++r)
+              for (std::int64_t d = 0; d < head_dim; ++d)
+                if ((n / 32) % 2 == 1 && std::abs(k.get(0, h, r, d)) > 63.5f) k.set(0, h, r, d, 1.25f);
+            k.set(0, h, n, 0, (n / 32) % 2 == 0 ? 127.0f : 63.5f);
+          }
+          for (std::int64_t d = 0; d < head_dim; ++d) v.set(0, h, static_cast<std::int64_t>(rng() % 200), d, 448.0f);
+        }
+      };
+      check_prepare(*gpu, c);
+    }
+}
+
 // Zero-padded head dims: prepare reads only the call's D channels (the strides are padded by poisoned
 // NaN elements where channels D.. would be read) and writes the kernel head dim's rows, the padded
 // channels 0, as the emulator does with the plan's head_dim_pad. Flags random (logged seed).

@@ -6,6 +6,19 @@
 
 #include "common/prelude.h"
 
+// |x| -> E4M3FN code without the sign, for 0 <= |x| <= 448 given as its float (not NaN),
+// round-to-nearest-even, branch-free (selects only). Normal codes (|x| >= 2^-6): the 23-bit mantissa
+// rounded to 3 bits, ties to even (a carry into the exponent is correct; below 448 nothing rounds past
+// it). Subnormal codes (or zero): units of 2^-9, |x| * 2^9 < 8 (exact: a power of two) rounded to the
+// nearest even integer by the 1.5 * 2^23 magic add, which may give 8, exactly the code of 2^-6.
+SJ_HOST_DEVICE sj_u32 sj_e4m3_encode_magnitude(float magnitude) {
+  const sj_u32 abs_bits = sj_bit_cast<sj_u32>(magnitude);
+  const sj_u32 normal = ((abs_bits + 0x7ffffu + ((abs_bits >> 20) & 1u)) >> 20) - (120u << 3);  // rebias 127 -> 7
+  const float units = magnitude * 512.0f + 12582912.0f;  // both operations exact or RNE as intended
+  const sj_u32 subnormal = sj_bit_cast<sj_u32>(units) - 0x4B400000u;
+  return abs_bits >= 0x3c800000u ? normal : subnormal;
+}
+
 // fp32 -> E4M3FN, round-to-nearest-even. Saturating: |x| >= 448 (including infinities) gives ±448,
 // because docs/NUMERICS.md clamps to ±448 before converting (the hardware convert does not
 // saturate, so every producer clamps first; doing it here too makes the result independent of that).
@@ -16,24 +29,7 @@ SJ_HOST_DEVICE sj_u8 sj_e4m3_encode(float x) {
   const sj_u32 abs_bits = bits & 0x7fffffffu;
   if (abs_bits > 0x7f800000u) return (sj_u8)0x7f;           // NaN
   if (abs_bits >= 0x43e00000u) return (sj_u8)(sign | 0x7e);  // >= 448 (and inf): saturate
-  if (abs_bits >= 0x3c800000u) {                             // >= 2^-6: normal E4M3
-    // Round the 23-bit mantissa to 3 bits (ties to even); a carry into the exponent is correct.
-    // Below 448 nothing rounds past 448: the next value up is 464, which saturated above.
-    const sj_u32 rounded = abs_bits + 0x7ffffu + ((abs_bits >> 20) & 1u);
-    return (sj_u8)(sign | ((rounded >> 20) - (120u << 3)));  // rebias exponent 127 -> 7
-  }
-  // Subnormal E4M3 (or zero): value / 2^-9, rounded to nearest even. The result may be 8, which is
-  // exactly the code of the smallest normal 2^-6.
-  const sj_u32 exponent = abs_bits >> 23;  // biased fp32 exponent, < 121 here
-  if (exponent < 117u) return (sj_u8)sign;  // < 2^-10 (half the smallest subnormal): rounds to 0
-  const sj_u32 mantissa = (abs_bits & 0x7fffffu) | 0x800000u;  // value = mantissa * 2^(e-127-23)
-  // units = value * 2^9 = mantissa >> shift, shift = 127 + 23 - 9 - e = 141 - e, in 21..24 here
-  const sj_u32 shift = 141u - exponent;
-  sj_u32 units = mantissa >> shift;
-  const sj_u32 remainder = mantissa & ((1u << shift) - 1u);
-  const sj_u32 half = 1u << (shift - 1u);
-  if (remainder > half || (remainder == half && (units & 1u))) ++units;
-  return (sj_u8)(sign | units);
+  return (sj_u8)(sign | sj_e4m3_encode_magnitude(sj_bit_cast<float>(abs_bits)));
 }
 
 // E4M3FN -> fp32, exact. 0x7F / 0xFF decode to a quiet NaN of the same sign.

@@ -89,23 +89,68 @@ SJ_HOST_DEVICE float sj_k_mean(double sum, int seq_kv) { return (float)sj_div_rn
 // Step 4: block scale.
 SJ_HOST_DEVICE float sj_int8_scale(float amax) { return sj_div_rn(amax, SJ_INT8_MAX); }
 
+// Step 5 from the magnitude |r| of the quotient and its sign: clamped to 127, then rounded half away
+// from zero with adds only (no float<->int conversions, which run at a quarter of the FP32 rate on
+// NVIDIA): t = |r| + 1.5 * 2^23 rounds |r| to the nearest even integer n (exact below 2^22), whose
+// value is read from the bits of t; a tie that RNE rounded down (|r| - n == 0.5, exact) goes up.
+// Branch-free (selects only), so a warp never diverges on it.
+SJ_HOST_DEVICE sj_i8 sj_round_int8(float magnitude, bool negative) {
+  magnitude = magnitude < SJ_INT8_MAX ? magnitude : SJ_INT8_MAX;
+  const float t = sj_add_rn(magnitude, 12582912.0f);
+  const float n = sj_sub_rn(t, 12582912.0f);
+  const int rounded = (int)(sj_bit_cast<sj_u32>(t) - 0x4B400000u) + (sj_sub_rn(magnitude, n) == 0.5f ? 1 : 0);
+  return (sj_i8)(negative ? -rounded : rounded);
+}
+
+// ---- Many divisions by one divisor (a block or channel scale) ---------------------------------
+// sj_div_rn_by(a, sj_divisor(b)) == sj_div_rn(a, b) for every a whose quotient is not an fp32
+// subnormal, when sj_divisor_fast(b) (b normal, 2^-100 <= b < 2^100); a subnormal quotient
+// (|a / b| < 2^-126) may differ, which no caller can see: it quantizes to 0 in int8 and e4m3 alike.
+// On NVIDIA this is the fast path of the compiler's own div.rn.f32 (MUFU.RCP, one Newton step on the
+// reciprocal, quotient, exact FMA residual, one correction) with the reciprocal hoisted out of the
+// loop and without the per-division range check (FCHK) and its branch, which only guards operands
+// outside that range; elsewhere it is the plain correctly rounded division.
+struct SjDivisor {
+  float value;
+  float reciprocal;  // NVIDIA: the refined reciprocal of the fast path; unused elsewhere
+};
+
+SJ_HOST_DEVICE bool sj_divisor_fast(float b) {
+  const sj_u32 bits = sj_bit_cast<sj_u32>(b);
+  return bits >= ((127u - 100u) << 23) && bits < ((127u + 100u) << 23);  // positive, 2^-100 .. 2^100
+}
+
+SJ_HOST_DEVICE SjDivisor sj_divisor(float b) {
+  SjDivisor d{b, 0.0f};
+#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  d.reciprocal = __fmaf_rn(r, __fmaf_rn(-b, r, 1.0f), r);
+#endif
+  return d;
+}
+
+SJ_HOST_DEVICE float sj_div_rn_by(float a, const SjDivisor& d) {
+#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
+  const float q = __fmul_rn(a, d.reciprocal);
+  return __fmaf_rn(d.reciprocal, __fmaf_rn(-d.value, q, a), q);
+#else
+  return sj_div_rn(a, d.value);
+#endif
+}
+
+// sj_quantize_int8 for a finite x and a scale with sj_divisor_fast (the same result, branch-free).
+SJ_HOST_DEVICE sj_i8 sj_quantize_int8_by(float x, const SjDivisor& scale) {
+  return sj_round_int8(sj_div_rn_by(sj_abs(x), scale), x < 0.0f);
+}
+
 // Step 5: 0 when the scale is 0 (an all-zero block: no NaN); otherwise x / scale rounded half away
 // from zero (roundf semantics) and clamped to [-127, 127]. NaN quotients give 0.
 SJ_HOST_DEVICE sj_i8 sj_quantize_int8(float x, float scale) {
   if (scale == 0.0f) return 0;
   const float r = sj_div_rn(x, scale);
-  if (r >= SJ_INT8_MAX) return (sj_i8)127;
-  if (r <= -SJ_INT8_MAX) return (sj_i8)-127;
   if (r != r) return 0;
-  // |r| < 127: round half away from zero with adds only (no float<->int conversions, which run at a
-  // quarter of the FP32 rate on NVIDIA): n = RNE(|r|) through the 1.5 * 2^23 magic number (exact
-  // below 2^22), a tie that RNE rounded down (|r| - n == 0.5, exact) goes up, and n's integer value
-  // is read from the bits of n + 1.5 * 2^23.
-  const float magnitude = sj_abs(r);
-  float n = sj_sub_rn(sj_add_rn(magnitude, 12582912.0f), 12582912.0f);
-  if (sj_sub_rn(magnitude, n) == 0.5f) n = sj_add_rn(n, 1.0f);
-  const int rounded = (int)(sj_bit_cast<sj_u32>(sj_add_rn(n, 12582912.0f)) - 0x4B400000u);
-  return (sj_i8)(r < 0.0f ? -rounded : rounded);
+  return sj_round_int8(sj_abs(r), r < 0.0f);
 }
 
 // ---- V ------------------------------------------------------------------------------------------
@@ -120,6 +165,13 @@ SJ_HOST_DEVICE sj_u8 sj_quantize_e4m3(float v, float scale) {
   if (r > SJ_E4M3_MAX) r = SJ_E4M3_MAX;
   if (r < -SJ_E4M3_MAX) r = -SJ_E4M3_MAX;
   return sj_e4m3_encode(r);
+}
+
+// sj_quantize_e4m3 for a finite v and a scale with sj_divisor_fast (the same code, branch-free).
+SJ_HOST_DEVICE sj_u8 sj_quantize_e4m3_by(float v, const SjDivisor& scale) {
+  const float magnitude = sj_div_rn_by(sj_abs(v), scale);
+  const sj_u32 sign = (sj_bit_cast<sj_u32>(v) >> 24) & 0x80u;
+  return (sj_u8)(sign | sj_e4m3_encode_magnitude(magnitude < SJ_E4M3_MAX ? magnitude : SJ_E4M3_MAX));
 }
 
 // fp16 PV: fp16(clamp(v, -65504, 65504)), RNE; the clamp keeps finite bf16 values past the fp16
