@@ -17,6 +17,7 @@
 
 #include <doctest/doctest.h>
 
+#include "compiler/rtc_compiler.hpp"
 #include "core/error.hpp"
 #include "platform/private_temp_dir.hpp"
 #include "platform/runtime_discovery.hpp"
@@ -409,6 +410,55 @@ TEST_CASE("NVRTC: pip's cu13 before cuda_nvrtc, then CUDA_HOME, /usr/local/cuda-
 }
 
 // Last: it makes this process's choice, which stays loaded.
+// hipRTC's own version says nothing (hiprtcVersion answers a fixed 9.0) and the layouts users have
+// often carry no version in the file name: compiler/rtc_vendors.cpp reads the ROCm version from the
+// file the name links to, then the HIP runtime of the same directory, then a major alone.
+TEST_CASE("hipRTC's ROCm version: file name, linked file, the HIP runtime next to it; unknown is not 0.0") {
+  require_nothing_loaded();
+  const FakeTrees& t = trees();
+  std::vector<std::string> attempts;
+  const auto open = [&](const std::string& path) {
+    auto library = DynamicLibrary::open_first({path}, attempts);
+    REQUIRE_MESSAGE(library, path);
+    return std::move(*library);
+  };
+  SUBCASE("torch/lib: unversioned libhiprtc.so next to its libamdhip64.so") {
+    const DynamicLibrary hiprtc = open(t.torch_lib + "/libhiprtc.so");
+    const DynamicLibrary runtime = open(t.torch_lib + "/libamdhip64.so");
+    const RtcVersion version = hiprtc_rocm_version(hiprtc, &runtime);
+    CHECK(version.major == 6);
+    CHECK(version.minor == 0);
+    CHECK(version.text == "6.0.0");
+    // Without a HIP runtime, or with one from another directory, nothing says which ROCm it is.
+    CHECK(hiprtc_rocm_version(hiprtc, nullptr).major == 0);
+    CHECK(hiprtc_rocm_version(hiprtc, nullptr).text == "unknown");
+    const DynamicLibrary elsewhere = open(t.sdk_lib + "/libamdhip64.so.7");
+    CHECK(hiprtc_rocm_version(hiprtc, &elsewhere).major == 0);
+  }
+  SUBCASE("TheRock's _rocm_sdk_core/lib: libhiprtc.so.7, the runtime's version when it is there, else major 7") {
+    const DynamicLibrary hiprtc = open(t.sdk_lib + "/libhiprtc.so.7");
+    const DynamicLibrary runtime = open(t.sdk_lib + "/libamdhip64.so.7");
+    CHECK(hiprtc_rocm_version(hiprtc, &runtime).text == "7.0.0");
+    const RtcVersion alone = hiprtc_rocm_version(hiprtc, nullptr);
+    CHECK(alone.major == 7);
+    CHECK(alone.minor == -1);
+    CHECK(alone.text == "7");
+  }
+  SUBCASE("/opt/rocm-X/lib: libhiprtc.so.6 links to libhiprtc.so.6.4.43484, whose name decides") {
+    const std::string lib = t.place("opt-linked/rocm-6.4.3/lib", {{"hiprtc6", "libhiprtc.so.6.4.43484"}});
+    fs::create_symlink("libhiprtc.so.6.4.43484", lib + "/libhiprtc.so.6");
+    const DynamicLibrary hiprtc = open(lib + "/libhiprtc.so.6");
+    const RtcVersion version = hiprtc_rocm_version(hiprtc, nullptr);
+    CHECK(version.major == 6);
+    CHECK(version.minor == 4);
+    CHECK(version.text == "6.4.43484");
+  }
+  SUBCASE("ROCm 5: hipRTC inside libamdhip64 answers hipRuntimeGetVersion itself") {
+    const DynamicLibrary hiprtc = open(t.opt + "/rocm-5.7/lib/libamdhip64.so.5");
+    CHECK(hiprtc_rocm_version(hiprtc, nullptr).text == "5.0.0");
+  }
+}
+
 TEST_CASE("process-wide: directories handed over before the first use are searched; afterwards refused") {
   const auto& t = trees();
   require_nothing_loaded();
