@@ -328,6 +328,13 @@ TEST_CASE("hipRTC comes from the HIP runtime's ROCm") {
     CHECK(hiprtc.rule == DiscoveryRule::next_to_hip_runtime);
     CHECK(path_of(hiprtc) == path_of(hip5));
   }
+  SUBCASE("a ROCm 6 runtime that also exports hipRTC's symbols (Debian): hipRTC's own file next to it") {
+    const std::string lib = t.place("debian/lib", {{"hip6_with_hiprtc", "libamdhip64.so.6"}, {"hiprtc6", "libhiprtc.so.6"}});
+    const auto hip = hip_runtime(lib + "/libamdhip64.so.6");
+    const auto hiprtc = discover_library(RuntimeLibrary::hiprtc, inputs, &hip);
+    CHECK(hiprtc.rule == DiscoveryRule::next_to_hip_runtime);
+    CHECK(path_of(hiprtc) == canonical(lib + "/libhiprtc.so.6"));
+  }
   SUBCASE("without a HIP runtime hipRTC follows the rules on its own") {
     const auto hiprtc = discover_library(RuntimeLibrary::hiprtc, inputs, nullptr);
     CHECK(hiprtc.rule == DiscoveryRule::handed_over);

@@ -21,8 +21,10 @@ root=$(realpath -m "${SAGEJIT_ROCM_ROOT:-$build/rocm-root}")
 
 work=$(mktemp -d "$build/hiprtc-root-test.XXXXXX")
 mounts=()
+added_opt=""  # the /opt/rocm-6.4.3 this test puts into the root, removed again on every exit
 cleanup() {
   local status=$? i
+  [ -n "$added_opt" ] && rm -rf "$added_opt"
   for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
     umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}" || echo "test_hiprtc_root: could not unmount ${mounts[i]}" >&2
   done
@@ -57,4 +59,46 @@ in_root "$precompile" --arch gfx1201,gfx1200 --compiler hiprtc --all-specializat
 echo "== ISA checks of the hipRTC objects"
 SAGEJIT_EMITTED_OBJECTS="$work/objects" SAGEJIT_EXPECT_COMPILER="hiprtc 6.4" SAGEJIT_EXPECT_ARCHS="gfx1201 gfx1200" \
   "$checker" || die "hipRTC's code objects fail the ISA checks (above)"
+# The layouts users have, with ROCm 6.4's real files under each layout's names: hipRTC must be
+# found there, read as ROCm 6.4 (not "unknown"), and compile gfx1201.
+#   /opt/rocm-6.4.3/lib   versioned files and links (rule (d), the root's own /opt)
+#   torch/lib             a PyTorch ROCm wheel: libhiprtc.so, libamdhip64.so, libamd_comgr.so, unversioned
+#   _rocm_sdk_core/lib    TheRock's wheels: libhiprtc.so.7 next to libamdhip64.so.7
+lib=$root/usr/lib/x86_64-linux-gnu
+hiprtc_file=$(basename "$(readlink -f "$lib/libhiprtc.so.6")")
+hip_file=$(basename "$(readlink -f "$lib/libamdhip64.so.6")")
+opt_lib=/opt/rocm-6.4.3/lib
+[ -e "$root/opt/rocm-6.4.3" ] && die "$root/opt/rocm-6.4.3 exists already; it is this test's to make and remove"
+added_opt="$root/opt/rocm-6.4.3"
+mkdir -p "$root$opt_lib"
+cp "$lib/$hiprtc_file" "$lib/$hip_file" "$root$opt_lib/"
+ln -s "$hiprtc_file" "$root$opt_lib/libhiprtc.so.6"
+ln -s "$hip_file" "$root$opt_lib/libamdhip64.so.6"
+torch_lib=$work/site/torch/lib
+sdk_lib=$work/site/_rocm_sdk_core/lib
+mkdir -p "$torch_lib" "$sdk_lib"
+cp "$lib/$hiprtc_file" "$torch_lib/libhiprtc.so"
+cp "$lib/$hip_file" "$torch_lib/libamdhip64.so"
+cp "$(readlink -f "$lib/libamd_comgr.so.3")" "$torch_lib/libamd_comgr.so"
+cp "$lib/$hiprtc_file" "$sdk_lib/libhiprtc.so.7"
+cp "$lib/$hip_file" "$sdk_lib/libamdhip64.so.7"
+
+check_layout() {  # check_layout NAME DIR ENV...
+  local name=$1 dir=$2 out=$work/layout-$1
+  shift 2
+  echo "== layout $name: $dir"
+  in_root "$@" "$info" > "$out.info" 2>&1 || { cat "$out.info"; die "sagejit-info failed in layout $name"; }
+  grep -E '^hipRTC ' "$out.info" | head -1
+  grep -Eq "^hipRTC +found .* $dir/libhiprtc[^/ ]* *\$" "$out.info" || die "layout $name: hipRTC was not taken from $dir"
+  grep -Eq 'gfx1201 compiles with hiprtc 6\.4' "$out.info" || die "layout $name: hipRTC there does not read as ROCm 6.4 able to build gfx1201"
+  in_root "$@" "$precompile" --arch gfx1201 --compiler hiprtc --kernels attention_gfx12 --dtype bf16 --head-dim 64 \
+    --jobs 2 --cache-dir "$out.cache" --emit-dir "$out.objects" > "$out.precompile" 2>&1 \
+    || { cat "$out.precompile"; die "layout $name: hipRTC did not compile gfx1201"; }
+  SAGEJIT_EMITTED_OBJECTS="$out.objects" SAGEJIT_EXPECT_COMPILER="hiprtc 6.4" SAGEJIT_EXPECT_ARCHS=gfx1201 \
+    "$checker" > "$out.check" 2>&1 || { cat "$out.check"; die "layout $name: the objects fail the ISA checks"; }
+  grep -E 'code objects checked' "$out.check"
+}
+check_layout opt "$opt_lib"
+check_layout torch "$torch_lib" SAGEJIT_LIBRARY_DIRS="$torch_lib"
+check_layout rocm_sdk "$sdk_lib" SAGEJIT_LIBRARY_DIRS="$sdk_lib"
 echo "test_hiprtc_root: passed"
