@@ -19,6 +19,14 @@ root=$(realpath -m "${SAGEJIT_ROCM_ROOT:-$build/rocm-root}")
 
 "$source_dir/tools/scripts/rocm_root.sh" "$root" || die "the ROCm root $root could not be made (see above)"
 
+# A run killed outright (ctest's timeout) cannot clean up: unmount what an earlier run left inside
+# the root, deepest first, before mounting again.
+awk -v d="$root/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r | while read -r stale; do
+  echo "test_hiprtc_root: unmounting $stale, left by an earlier run"
+  umount "$stale" || umount -l "$stale" || die "cannot unmount $stale"
+done
+rm -rf "$root/opt/rocm-6.4.3"
+
 work=$(mktemp -d "$build/hiprtc-root-test.XXXXXX")
 mounts=()
 added_opt=""  # the /opt/rocm-6.4.3 this test puts into the root, removed again on every exit
