@@ -6,7 +6,8 @@
 #  1. the root: SAGEJIT_ROCM_ROOT, else BUILD_DIR/rocm-root, made or reused by tools/scripts/rocm_root.sh;
 #  2. inside it (chroot; the build tree bind-mounted at its own path, /proc mounted; both unmounted on
 #     every exit): sagejit-info must show the HIP runtime loaded with 0 devices and the reason, and
-#     hipRTC 6.4 able to build gfx1201; sagejit-precompile --compiler hiprtc emits the objects;
+#     hipRTC 6.4 able to build gfx1201; sagejit-precompile --compiler hiprtc emits the objects (the
+#     attention pipeline and the selftest probes);
 #  3. here, where the LLVM tools are: CHECKER (hiprtc_objects_check) inspects each object.
 # Every failure fails the test, including a root that cannot be made: it never skips.
 set -euo pipefail
@@ -61,7 +62,7 @@ grep -Eq '^HIP +loaded, 0 devices: .+' "$work/info.txt" \
 grep -Eq 'gfx1201 compiles with hiprtc 6\.4' "$work/info.txt" || die "sagejit-info does not say that hipRTC 6.4 builds gfx1201"
 
 echo "== sagejit-precompile --compiler hiprtc inside $root"
-in_root "$precompile" --arch gfx1201,gfx1200 --compiler hiprtc --all-specializations --jobs 2 \
+in_root "$precompile" --arch gfx1201,gfx1200 --compiler hiprtc --all-specializations --kernels attention,prepare,probe --jobs 2 \
   --cache-dir "$work/cache" --emit-dir "$work/objects" || die "sagejit-precompile --compiler hiprtc failed inside the root"
 
 echo "== ISA checks of the hipRTC objects"
