@@ -31,26 +31,44 @@ rm -rf "$root/opt/rocm-6.4.3"
 work=$(mktemp -d "$build/hiprtc-root-test.XXXXXX")
 mounts=()
 added_opt=""  # the /opt/rocm-6.4.3 this test puts into the root, removed again on every exit
+copied=""     # the build's programs copied into the root where a bind mount is refused, removed on exit
 cleanup() {
   local status=$? i
   [ -n "$added_opt" ] && rm -rf "$added_opt"
   for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
     umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}" || echo "test_hiprtc_root: could not unmount ${mounts[i]}" >&2
   done
+  if [ -n "$copied" ] && ! awk -v d="$copied/" 'index($2 "/", d) == 1 { f = 1 } END { exit !f }' /proc/self/mounts; then
+    rm -rf "$copied"
+  fi
   rm -rf "$work"
   exit $status
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-mount_into_root() {  # mount_into_root ARGS... TARGET_INSIDE
+mount_into_root() {  # mount_into_root ARGS... TARGET_INSIDE; fails (without dying) when mount is refused
   local target="$root${*: -1}"
   mkdir -p "$target"
-  mount "${@:1:$#-1}" "$target" || die "mount ${*:1:$#-1} $target failed"
+  mount "${@:1:$#-1}" "$target" || return 1
   mounts+=("$target")
 }
-mount_into_root -t proc proc /proc
-mount_into_root --bind "$build" "$build"
+mount_into_root -t proc proc /proc || echo "test_hiprtc_root: mounting /proc in the root was refused; going on without it"
+# The programs inside see the build tree at its own path: bind-mounted, or (where mounting is not
+# allowed, e.g. an unprivileged container) the programs copied there (they link sagejit statically).
+# `view` is the prefix under which this side sees what they write.
+view=""
+if ! mount_into_root --bind "$build" "$build"; then
+  echo "test_hiprtc_root: bind-mounting the build tree was refused; copying the programs into the root"
+  [ "$(dirname "$precompile")" -ef "$build/tools" ] && [ "$(dirname "$info")" -ef "$build/tools" ] \
+    || die "the programs must lie in BUILD_DIR/tools to be copied"
+  copied="$root$build"
+  mkdir -p "$copied/tools" "$root$work"
+  cp "$precompile" "$info" "$copied/tools/"
+  precompile=$build/tools/$(basename "$precompile")
+  info=$build/tools/$(basename "$info")
+  view=$root
+fi
 
 in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root SAGEJIT_LOG=warn "$@"; }
 
@@ -66,7 +84,7 @@ in_root "$precompile" --arch gfx1201,gfx1200 --compiler hiprtc --all-specializat
   --cache-dir "$work/cache" --emit-dir "$work/objects" || die "sagejit-precompile --compiler hiprtc failed inside the root"
 
 echo "== ISA checks of the hipRTC objects"
-SAGEJIT_EMITTED_OBJECTS="$work/objects" SAGEJIT_EXPECT_COMPILER="hiprtc 6.4" SAGEJIT_EXPECT_ARCHS="gfx1201 gfx1200" \
+SAGEJIT_EMITTED_OBJECTS="$view$work/objects" SAGEJIT_EXPECT_COMPILER="hiprtc 6.4" SAGEJIT_EXPECT_ARCHS="gfx1201 gfx1200" \
   "$checker" || die "hipRTC's code objects fail the ISA checks (above)"
 # The layouts users have, with ROCm 6.4's real files under each layout's names: hipRTC must be
 # found there, read as ROCm 6.4 (not "unknown"), and compile gfx1201.
@@ -85,12 +103,12 @@ ln -s "$hiprtc_file" "$root$opt_lib/libhiprtc.so.6"
 ln -s "$hip_file" "$root$opt_lib/libamdhip64.so.6"
 torch_lib=$work/site/torch/lib
 sdk_lib=$work/site/_rocm_sdk_core/lib
-mkdir -p "$torch_lib" "$sdk_lib"
-cp "$lib/$hiprtc_file" "$torch_lib/libhiprtc.so"
-cp "$lib/$hip_file" "$torch_lib/libamdhip64.so"
-cp "$(readlink -f "$lib/libamd_comgr.so.3")" "$torch_lib/libamd_comgr.so"
-cp "$lib/$hiprtc_file" "$sdk_lib/libhiprtc.so.7"
-cp "$lib/$hip_file" "$sdk_lib/libamdhip64.so.7"
+mkdir -p "$view$torch_lib" "$view$sdk_lib"
+cp "$lib/$hiprtc_file" "$view$torch_lib/libhiprtc.so"
+cp "$lib/$hip_file" "$view$torch_lib/libamdhip64.so"
+cp "$(readlink -f "$lib/libamd_comgr.so.3")" "$view$torch_lib/libamd_comgr.so"
+cp "$lib/$hiprtc_file" "$view$sdk_lib/libhiprtc.so.7"
+cp "$lib/$hip_file" "$view$sdk_lib/libamdhip64.so.7"
 
 check_layout() {  # check_layout NAME DIR ENV...
   local name=$1 dir=$2 out=$work/layout-$1
@@ -103,7 +121,7 @@ check_layout() {  # check_layout NAME DIR ENV...
   in_root "$@" "$precompile" --arch gfx1201 --compiler hiprtc --kernels attention_gfx12 --dtype bf16 --head-dim 64 \
     --jobs 2 --cache-dir "$out.cache" --emit-dir "$out.objects" > "$out.precompile" 2>&1 \
     || { cat "$out.precompile"; die "layout $name: hipRTC did not compile gfx1201"; }
-  SAGEJIT_EMITTED_OBJECTS="$out.objects" SAGEJIT_EXPECT_COMPILER="hiprtc 6.4" SAGEJIT_EXPECT_ARCHS=gfx1201 \
+  SAGEJIT_EMITTED_OBJECTS="$view$out.objects" SAGEJIT_EXPECT_COMPILER="hiprtc 6.4" SAGEJIT_EXPECT_ARCHS=gfx1201 \
     "$checker" > "$out.check" 2>&1 || { cat "$out.check"; die "layout $name: the objects fail the ISA checks"; }
   grep -E 'code objects checked' "$out.check"
 }
