@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 APT_PACKAGES := cmake ninja-build g++ make pkg-config clang-22 lld-22 llvm-22 \
   libfmt-dev nlohmann-json3-dev doctest-dev libcli11-dev libxxhash-dev \
-  libamdhip64-dev libhiprtc-builtins5 python3 python3-venv ccache
+  libamdhip64-dev libhiprtc-builtins5 python3 python3-venv ccache debootstrap
 # The venv `make test` runs the Python tests in, and what it holds.
 VENV ?= .venv
 PYTHON_TEST_REQUIREMENTS := python/requirements-test.txt

@@ -13,7 +13,10 @@ install(FILES ${sagejit_public_headers} ${PROJECT_BINARY_DIR}/runtime/generated_
   DESTINATION sagejit/include/sagejit)
 
 # `pip wheel . -Ccmake.define.SAGEJIT_WHEEL_PRECOMPILE=gfx1201;gfx1200` compiles those archs' kernels
-# at build time (clang-22 needed then) so that the first call on such a GPU loads instead of compiling.
+# at build time (clang-22 needed then) so that the first call on such a GPU loads instead of compiling:
+# every specialization the shipped tables can reach (bf16/fp16, both kernel head dims, which also
+# serve the zero-padded ones, causal, and the LSE output of ring attention: --all-specializations),
+# 40 objects per gfx12 arch. A miss (a user's own table entry) compiles with hipRTC on first call.
 set(SAGEJIT_WHEEL_PRECOMPILE "" CACHE STRING "GPU archs whose kernels the wheel ships precompiled")
 if(SAGEJIT_WHEEL_PRECOMPILE)
   if(NOT SAGEJIT_BUILD_TOOLS)
@@ -25,7 +28,7 @@ if(SAGEJIT_WHEEL_PRECOMPILE)
     list(APPEND sagejit_precompile_args --arch ${arch})
   endforeach()
   add_custom_target(sagejit_wheel_precompile ALL
-    COMMAND sagejit-precompile ${sagejit_precompile_args} --system-cache ${sagejit_wheel_cache}
+    COMMAND sagejit-precompile ${sagejit_precompile_args} --all-specializations --system-cache ${sagejit_wheel_cache}
     COMMENT "Precompiling the kernels of ${SAGEJIT_WHEEL_PRECOMPILE} into the wheel's system cache"
     VERBATIM)
   install(DIRECTORY ${sagejit_wheel_cache}/ DESTINATION sagejit/cache)

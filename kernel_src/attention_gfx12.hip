@@ -253,6 +253,13 @@ void sj_attention_gfx12(SjAttentionParams p) {
           }
         __builtin_amdgcn_sched_barrier(0);
       }
+      // S is complete here: without this pin ROCm 6.4's LLVM sinks each query block's QK WMMAs down
+      // to that block's softmax, which keeps every K fragment of the tile live across the first
+      // block's softmax (+32 VGPRs at D=128: it spilled at 32 rows per wave under hipRTC).
+#pragma unroll
+      for (int qb = 0; qb < kQBlocks; ++qb)
+#pragma unroll
+        for (int kb = 0; kb < kKBlocks; ++kb) asm volatile("" : "+v"(acc[qb][kb]));
 
       // ---- Scores, mask, online softmax, P quantization (per query column, per lane) ----
       float k_scale[kKBlocks / 2];

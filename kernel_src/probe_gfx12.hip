@@ -59,3 +59,41 @@ SJ_KERNEL void sj_probe_gfx12(const sj_i8* k8, const sj_i8* q8, const sj_u8* v8,
   o = sj_g12_wmma_fp8(va, pb, o);
   for (int vgpr = 0; vgpr < 8; ++vgpr) o_out[lane * 8 + vgpr] = o[vgpr];
 }
+
+// Effective accumulator precision of the fp8 WMMA (sagejit-selftest; host side and analysis:
+// tools/common/fp8_accumulation_probe.cpp, dev/fp8_accumulation.cpp). The attention kernel lets the
+// PV WMMAs accumulate straight into O (descriptor flag pv_into_output), which is exact to the
+// contract only if the hardware keeps fp32's 24 bits both when it adds C and when it sums the
+// products of one WMMA; no published figure says so. Each case is one WMMA whose only nonzero
+// output element is O^T[channel 0][query 0] = c_init + sum_k a[k] * b[k], with a = row 0 of V^T and
+// b = column 0 of P^T (E4M3 codes, 32 key slots, laid out through the same index functions as the
+// kernel), written to out[case]. The host picks values whose exact sums need a known number of
+// significand bits and counts how many survive. Launch: one wave32.
+SJ_KERNEL void sj_probe_gfx12_fp8_accumulation(const sj_u8* a_codes, const sj_u8* b_codes, const float* c_init,
+                                               float* out, int cases) {
+  const int lane = (int)sj_thread_x();
+  if (lane >= SJ_GFX12_WAVE) return;
+  for (int c = 0; c < cases; ++c) {
+    sj_u32 va_words[2] = {0, 0}, pb_words[2] = {0, 0};
+    for (int byte = 0; byte < 8; ++byte) {
+      const int key = sj_g12_v_frag_key(0, lane, byte);
+      if (sj_g12_v_frag_channel(lane) == 0) va_words[byte >> 2] |= (sj_u32)a_codes[c * 32 + key] << (8 * (byte & 3));
+    }
+    for (int vgpr = 0; vgpr < 8; ++vgpr) {
+      const int byte = sj_g12_p_byte(vgpr);
+      const int key = sj_g12_s_key(0, lane, vgpr);
+      if (sj_g12_s_query(lane) == 0) pb_words[byte >> 2] |= (sj_u32)b_codes[c * 32 + key] << (8 * (byte & 3));
+    }
+    sj_v2i va, pb;
+    va.x = (int)va_words[0];
+    va.y = (int)va_words[1];
+    pb.x = (int)pb_words[0];
+    pb.y = (int)pb_words[1];
+    sj_v8f o = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int vgpr = 0; vgpr < 8; ++vgpr)
+      if (sj_g12_o_channel(lane, vgpr) == 0 && sj_g12_o_query(lane) == 0) o[vgpr] = c_init[c];
+    o = sj_g12_wmma_fp8(va, pb, o);
+    for (int vgpr = 0; vgpr < 8; ++vgpr)
+      if (sj_g12_o_channel(lane, vgpr) == 0 && sj_g12_o_query(lane) == 0) out[c] = o[vgpr];
+  }
+}

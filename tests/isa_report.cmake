@@ -6,6 +6,6 @@ if(TARGET sagejit-isa-report AND SAGEJIT_CLANG_EXECUTABLE AND SAGEJIT_LLVM_OBJDU
            COMMAND sagejit-isa-report --arch gfx1201 --head-dim 64 --causal 0 --objdump ${SAGEJIT_LLVM_OBJDUMP}
                    --json ${CMAKE_CURRENT_BINARY_DIR}/isa-report-test.json)
   set_tests_properties(test_isa_report_tool PROPERTIES LABELS cpu TIMEOUT 600
-                       PASS_REGULAR_EXPRESSION "gfx1201 +bf16 D=64 +block_n=64,rows_per_wave=32,stages=2,waves=4 +[0-9]+ +0 "
+                       PASS_REGULAR_EXPRESSION "gfx1201 +bf16 D=64 +block_n=64,rows_per_wave=32,stages=2,waves=4 +clang [0-9.]+ +[0-9]+ +[0-9]+ +0 "
                        FAIL_REGULAR_EXPRESSION "configs failed")
 endif()

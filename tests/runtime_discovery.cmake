@@ -10,6 +10,7 @@ if(TARGET test_runtime_discovery)
   # name kind version file [sonames|rocm7]
   foreach(stub IN ITEMS "hip5;HIP;5;libamdhip64.so.5;sonames" "hip6;HIP;6;libamdhip64.so.6;sonames"
                         "hip7;HIP;7;libamdhip64.so.7;sonames;rocm7" "hip_without_init;HIP_WITHOUT_INIT;6;libamdhip64.so.6;"
+                        "hip6_with_hiprtc;HIP_WITH_HIPRTC;6;libamdhip64.so.6;"
                         "hiprtc6;HIPRTC;6;libhiprtc.so.6;sonames" "hiprtc7;HIPRTC;7;libhiprtc.so.7;sonames;rocm7"
                         "nvrtc12;NVRTC;12;libnvrtc.so.12;sonames" "nvrtc13;NVRTC;13;libnvrtc.so.13;sonames")
     list(GET stub 0 name)

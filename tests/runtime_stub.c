@@ -7,6 +7,11 @@
 
 int STUB_EXPORT sagejit_stub_version(void) { return SAGEJIT_STUB_VERSION; }
 
+/* Debian's ROCm 6.4 libamdhip64 exports hipRTC's symbols as well (HIP_WITH_HIPRTC). */
+#if defined(SAGEJIT_STUB_HIP_WITH_HIPRTC)
+#define SAGEJIT_STUB_HIP 1
+#endif
+
 #if defined(SAGEJIT_STUB_HIP) || defined(SAGEJIT_STUB_HIP_WITHOUT_INIT)
 /* HIP_VERSION = major * 10'000'000 + minor * 100'000 + patch */
 int STUB_EXPORT hipRuntimeGetVersion(int* version) {
@@ -20,7 +25,8 @@ int STUB_EXPORT hipInit(unsigned flags) { return flags == 0 ? 0 : 1; }
 #endif
 
 /* ROCm 5 has hipRTC inside libamdhip64; later ROCm ship libhiprtc. */
-#if defined(SAGEJIT_STUB_HIPRTC) || (defined(SAGEJIT_STUB_HIP) && SAGEJIT_STUB_VERSION == 5)
+#if defined(SAGEJIT_STUB_HIPRTC) || (defined(SAGEJIT_STUB_HIP) && SAGEJIT_STUB_VERSION == 5) || \
+    defined(SAGEJIT_STUB_HIP_WITH_HIPRTC)
 int STUB_EXPORT hiprtcCreateProgram(void) { return 1; /* HIPRTC_ERROR_OUT_OF_MEMORY: never compiles */ }
 int STUB_EXPORT hiprtcVersion(int* major, int* minor) {
   *major = SAGEJIT_STUB_VERSION;

@@ -252,3 +252,18 @@ TEST_CASE("hipRTC compiles for gfx1030, returns the error log, and refuses gfx12
   CHECK(is_elf(result.code));
   check_compile_error(*hiprtc, "gfx1030", kHipBroken);
 }
+
+// A hipRTC release's default optimisation level is not ours to rely on (hipRTC's -O3 vs hipcc's -O2
+// differ already): both AMD compilers state one level, the same, in the options that key the cache.
+TEST_CASE("hipRTC and the offline clang pin the same optimisation level (-O3)") {
+  const auto levels = [](const std::vector<std::string>& options) {
+    std::vector<std::string> found;
+    for (const std::string& option : options)
+      if (option.rfind("-O", 0) == 0) found.push_back(option);
+    return found;
+  };
+  if (const Compiler* clang = available(CompilerKind::clang, "clang "))
+    CHECK(levels(clang->base_options("gfx1201")) == std::vector<std::string>{"-O3"});
+  if (const Compiler* hiprtc = available(CompilerKind::hiprtc, "hiprtc "))
+    CHECK(levels(hiprtc->base_options("gfx1030")) == std::vector<std::string>{"-O3"});
+}

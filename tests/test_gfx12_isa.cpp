@@ -1,12 +1,9 @@
 // Build check of the gfx12 (RDNA4) attention kernel without an RDNA4 GPU: every config of the
 // gfx1201 tuning table's candidate space that the descriptor accepts is rendered through the real
-// render path, compiled for gfx1201 by the offline clang backend, and its code object inspected:
-//  - v_wmma_i32_16x16x16_iu8 and v_wmma_f32_16x16x16_fp8_fp8 present, all inside the key-tile loop
-//    (the range of a backward branch), with exactly the algorithmic count per key tile per wave:
-//    QK rows/16 * keys/16 * D/16 and PV D/16 * keys/16 * rows/16;
-//  - no scratch: private segment 0, no scratch_* instruction, no VGPR spill;
-//  - LDS as the descriptor computes it and <= 64 KiB; VGPRs <= 256 and within the descriptor's
-//    estimate (so check_kernel_config's acceptance means something).
+// render path, compiled for gfx1201 by the offline clang backend, and its code object put through
+// the checks of tests/gfx12_isa_checks.hpp (WMMA counts at the algorithmic minimum inside the key
+// loop, no scratch, LDS and VGPRs as the descriptor says); hipRTC's objects get the same checks in
+// tests/test_hiprtc_objects.cpp.
 // Specimens: bf16 D=128; fp16 D=64 causal + LSE; fp16 D=128 causal + LSE (the most VGPRs; 32-row configs).
 // Also the shared prepare kernel (kernel_src/prepare.cu) is compiled for gfx1201, and the code objects
 // the plan picks for calls of zero-padded head dims (D=40 and 96 run at 64 and 128). Skips (saying so)
@@ -42,110 +39,15 @@
 #include "kernels/registry.hpp"
 #include "jit/render.hpp"
 #include "plan/attention_plan.hpp"
+#include "gfx12_isa_checks.hpp"
 
 namespace fs = std::filesystem;
 using namespace sagejit;
+using namespace sagejit::gfx12_isa;
 
 namespace {
 
 constexpr const char* kTarget = "gfx1201";
-
-std::string tool_path(const char* configured) { return configured != nullptr ? std::string(configured) : std::string(); }
-
-bool executable_exists(const std::string& path) { return !path.empty() && fs::exists(path); }
-
-// Runs a command line, returns its stdout (stderr is dropped); nullopt when it fails.
-std::optional<std::string> run_capture(const std::string& command) {
-  FILE* pipe = popen((command + " 2>/dev/null").c_str(), "r");
-  if (pipe == nullptr) return std::nullopt;
-  std::string out;
-  std::array<char, 65536> buffer;
-  std::size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  if (status != 0) return std::nullopt;
-  return out;
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string quoted = "'";
-  for (char c : s) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-struct IsaFigures {
-  bool ok = false;
-  std::string error;
-  double compile_seconds = 0;
-  long vgprs = -1, vgpr_spills = -1, sgpr_spills = -1, private_bytes = -1, lds_bytes = -1;
-  int qk_wmma = 0, pv_wmma = 0, scratch_instructions = 0;
-  int qk_wmma_in_loop = 0, pv_wmma_in_loop = 0;
-  int med3_in_loop = 0;  // v_med3_* in the key loop: must be 0 (a NaN p must not become -448)
-  bool loop_found = false;
-};
-
-long note_value(const std::string& notes, const std::string& key) {
-  const std::regex pattern("\\." + key + ":\\s+(-?[0-9]+)");
-  std::smatch match;
-  if (std::regex_search(notes, match, pattern)) return std::stol(match[1]);
-  return -1;
-}
-
-// Parses `llvm-objdump -d` output: WMMA and scratch counts, and the WMMAs that lie inside the range
-// [target, branch] of a backward branch (the key-tile loop; everything else in the kernel is unrolled).
-void parse_disassembly(const std::string& text, IsaFigures& figures) {
-  struct Line {
-    unsigned long long address;
-    std::string text;
-  };
-  std::vector<Line> lines;
-  std::map<std::string, unsigned long long> symbols;  // "<name>:" headers
-  const std::regex symbol_header("^([0-9a-fA-F]+) <([^>]+)>:");
-  const std::regex address_comment("// ([0-9a-fA-F]+):");
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    std::smatch match;
-    if (std::regex_search(line, match, symbol_header)) {
-      symbols[match[2]] = std::stoull(match[1], nullptr, 16);
-      continue;
-    }
-    if (std::regex_search(line, match, address_comment)) lines.push_back({std::stoull(match[1], nullptr, 16), line});
-  }
-  // backward branches: "s_cbranch_* N // ADDR: ... <sym+0xOFF>"
-  const std::regex branch_target("s_(c?)branch\\S*\\s.*<([^+>]+)\\+0x([0-9a-fA-F]+)>");
-  std::vector<std::pair<unsigned long long, unsigned long long>> loops;  // [target, branch]
-  std::vector<unsigned long long> qk, pv, med3;
-  for (const Line& line : lines) {
-    if (line.text.find("v_wmma_i32_16x16x16_iu8") != std::string::npos) qk.push_back(line.address);
-    if (line.text.find("v_wmma_f32_16x16x16_fp8_fp8") != std::string::npos) pv.push_back(line.address);
-    if (line.text.find("scratch_") != std::string::npos) ++figures.scratch_instructions;
-    if (line.text.find("v_med3_") != std::string::npos) med3.push_back(line.address);
-    std::smatch match;
-    if (std::regex_search(line.text, match, branch_target) && symbols.count(match[2])) {
-      const unsigned long long target = symbols[match[2]] + std::stoull(match[3], nullptr, 16);
-      if (target <= line.address) loops.push_back({target, line.address});
-    }
-  }
-  figures.qk_wmma = static_cast<int>(qk.size());
-  figures.pv_wmma = static_cast<int>(pv.size());
-  if (qk.empty() || pv.empty()) return;
-  const unsigned long long first = std::min(qk.front(), pv.front()), last = std::max(qk.back(), pv.back());
-  // The innermost backward-branch range that holds every WMMA is the key-tile loop.
-  std::optional<std::pair<unsigned long long, unsigned long long>> body;
-  for (const auto& loop : loops)
-    if (loop.first <= first && loop.second >= last && (!body || loop.second - loop.first < body->second - body->first))
-      body = loop;
-  if (!body) return;
-  figures.loop_found = true;
-  const auto inside = [&](unsigned long long a) { return a >= body->first && a <= body->second; };
-  figures.qk_wmma_in_loop = static_cast<int>(std::count_if(qk.begin(), qk.end(), inside));
-  figures.pv_wmma_in_loop = static_cast<int>(std::count_if(pv.begin(), pv.end(), inside));
-  figures.med3_in_loop = static_cast<int>(std::count_if(med3.begin(), med3.end(), inside));
-}
-
-struct Tools {
-  std::string objdump, readelf;
-};
 
 IsaFigures build_and_inspect(const KernelDesc& desc, const TileConfig& config, const Specialization& spec,
                              const Tools& tools, const fs::path& directory) {
@@ -154,26 +56,9 @@ IsaFigures build_and_inspect(const KernelDesc& desc, const TileConfig& config, c
     const RenderedKernel rendered = render_kernel(desc, config, spec, kTarget);
     const auto start = std::chrono::steady_clock::now();
     const CompileResult result = clang_compiler().compile({rendered.name, rendered.source, kTarget, rendered.options});
-    figures.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const fs::path object = directory / (rendered.name + ".co");
-    {
-      std::ofstream out(object, std::ios::binary);
-      out.write(reinterpret_cast<const char*>(result.code.data()), static_cast<std::streamsize>(result.code.size()));
-    }
-    const auto notes = run_capture(shell_quote(tools.readelf) + " --notes " + shell_quote(object.string()));
-    const auto disassembly =
-        run_capture(shell_quote(tools.objdump) + " -d --mcpu=" + kTarget + " " + shell_quote(object.string()));
-    if (!notes || !disassembly) {
-      figures.error = "llvm-readelf/llvm-objdump failed on " + object.string();
-      return figures;
-    }
-    figures.vgprs = note_value(*notes, "vgpr_count");
-    figures.vgpr_spills = note_value(*notes, "vgpr_spill_count");
-    figures.sgpr_spills = note_value(*notes, "sgpr_spill_count");
-    figures.private_bytes = note_value(*notes, "private_segment_fixed_size");
-    figures.lds_bytes = note_value(*notes, "group_segment_fixed_size");
-    parse_disassembly(*disassembly, figures);
-    figures.ok = true;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    figures = inspect_code(result.code, directory / (rendered.name + ".co"), kTarget, tools);
+    figures.compile_seconds = seconds;
   } catch (const std::exception& error) {
     figures.error = error.what();
   }
@@ -204,8 +89,8 @@ struct Specimen {
 }  // namespace
 
 TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the algorithmic WMMA count, no scratch, LDS and VGPRs in budget") {
-  const Tools tools{tool_path(SAGEJIT_TEST_OBJDUMP), tool_path(SAGEJIT_TEST_READELF)};
-  if (!executable_exists(tools.objdump) || !executable_exists(tools.readelf)) {
+  const Tools tools = configured_tools();
+  if (!tools.found()) {
     SAGEJIT_SKIP("llvm-objdump/llvm-readelf (22) not found at configure time");
     return;
   }
@@ -293,28 +178,7 @@ TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the
     table_text += fmt::format("{} | {} | {} ({}) | {} | {}+{} | {:.1f}\n", job.specimen->label, config_id(job.config),
                               got.vgprs, job.expected.vgpr_estimate, got.lds_bytes, got.qk_wmma, got.pv_wmma,
                               got.compile_seconds);
-    INFO("VGPRs ", got.vgprs, " (estimate ", job.expected.vgpr_estimate, "), spills ", got.vgpr_spills, "/",
-         got.sgpr_spills, ", private ", got.private_bytes, " B, scratch instructions ", got.scratch_instructions,
-         ", LDS ", got.lds_bytes, " B (expected ", job.expected.lds_bytes, "), WMMA iu8 ", got.qk_wmma, " (", got.qk_wmma_in_loop,
-         " in loop, expected ", job.expected.qk_wmma_per_tile, "), fp8 ", got.pv_wmma, " (", got.pv_wmma_in_loop,
-         " in loop, expected ", job.expected.pv_wmma_per_tile, ")");
-    CHECK(got.qk_wmma > 0);
-    CHECK(got.pv_wmma > 0);
-    CHECK(got.loop_found);
-    CHECK(got.qk_wmma == job.expected.qk_wmma_per_tile);
-    CHECK(got.pv_wmma == job.expected.pv_wmma_per_tile);
-    CHECK(got.qk_wmma_in_loop == got.qk_wmma);
-    CHECK(got.pv_wmma_in_loop == got.pv_wmma);
-    CHECK(got.med3_in_loop == 0);  // docs/NUMERICS.md, non-finite inputs: v_med3 turns a NaN p into -448
-    CHECK(got.private_bytes == 0);
-    CHECK(got.scratch_instructions == 0);
-    CHECK(got.vgpr_spills == 0);
-    CHECK(got.sgpr_spills == 0);
-    CHECK(got.lds_bytes == static_cast<long>(job.expected.lds_bytes));
-    CHECK(got.lds_bytes <= static_cast<long>(gfx12_lds_limit_bytes));
-    CHECK(got.vgprs > 0);
-    CHECK(got.vgprs <= gfx12_vgpr_limit);
-    CHECK(got.vgprs <= job.expected.vgpr_estimate);
+    check_attention(got, job.expected);
   }
   MESSAGE(table_text);
 
@@ -333,9 +197,7 @@ TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the
       REQUIRE(got.ok);
       MESSAGE(fmt::format("prepare {} gfx1201: {} VGPRs, {} B LDS, compile {:.1f} s", specimen.label, got.vgprs,
                           got.lds_bytes, got.compile_seconds));
-      CHECK(got.private_bytes == 0);
-      CHECK(got.scratch_instructions == 0);
-      CHECK(got.vgprs <= gfx12_vgpr_limit);
+      check_no_scratch(got);
     }
   }
   std::error_code ignored;
@@ -396,8 +258,8 @@ TEST_CASE("gfx12 attention descriptor rejects what the kernel does not support, 
 // objects, whose prologue reads p.head_dim channels and whose epilogue writes p.head_dim columns;
 // exactly those code objects (the plan's configs from the gfx1201 table) must build with clang-22.
 TEST_CASE("gfx12: the plan's kernels for zero-padded head dims (D=40, D=96) build for gfx1201") {
-  const Tools tools{tool_path(SAGEJIT_TEST_OBJDUMP), tool_path(SAGEJIT_TEST_READELF)};
-  if (!executable_exists(tools.objdump) || !executable_exists(tools.readelf)) {
+  const Tools tools = configured_tools();
+  if (!tools.found()) {
     SAGEJIT_SKIP("llvm-objdump/llvm-readelf (22) not found at configure time");
     return;
   }
@@ -428,15 +290,10 @@ TEST_CASE("gfx12: the plan's kernels for zero-padded head dims (D=40, D=96) buil
       REQUIRE(got.ok);
       MESSAGE(fmt::format("D={} (run at {}) {} {}: {} VGPRs, {} B LDS, compile {:.1f} s", head_dim, plan.spec.head_dim,
                           desc->name, config_id(config), got.vgprs, got.lds_bytes, got.compile_seconds));
-      CHECK(got.private_bytes == 0);
-      CHECK(got.scratch_instructions == 0);
-      CHECK(got.vgprs <= gfx12_vgpr_limit);
-      if (desc == plan.attention) {
-        const Gfx12AttentionFigures expected = gfx12_attention_figures(gfx12_attention_tile(config), plan.spec.head_dim);
-        CHECK(got.qk_wmma == expected.qk_wmma_per_tile);
-        CHECK(got.pv_wmma == expected.pv_wmma_per_tile);
-        CHECK(got.vgprs <= expected.vgpr_estimate);
-      }
+      if (desc == plan.attention)
+        check_attention(got, gfx12_attention_figures(gfx12_attention_tile(config), plan.spec.head_dim));
+      else
+        check_no_scratch(got);
     }
   }
   std::error_code ignored;

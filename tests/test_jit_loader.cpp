@@ -261,6 +261,39 @@ TEST_CASE("a run accepts the system cache's prebuilt code objects of another com
   CHECK(compiled.hit == CacheHit::compiled);
 }
 
+// Decided in docs/ARCHITECTURE.md ("Which code objects a run accepts"): when the system cache holds
+// another compiler's object (the wheel's, clang) and the user cache the run's own compiler's (hipRTC),
+// the prebuilt one is loaded: it is the object CI checked and priced, the same on every machine.
+TEST_CASE("with both a prebuilt object and one of the run's own compiler cached, the prebuilt one is loaded") {
+  test::TempDir root;
+  const fs::path system = root / "system";
+  const TileConfig config = random_probe_config();
+  const std::unique_ptr<Compiler> builder = prebuilt_compiler(CompilerKind::clang, "clang 99.9.9");
+  {
+    CodeCache publisher(test::settings_for(system));
+    const KernelBuild build = plan_build(jit_probe_kernel, config, {}, "gfx1201:xnack-", *builder);
+    publisher.get_or_compile(build.key, build.label, [&] { return fake_code_object("prebuilt by clang: sagejit_probe_axpy"); });
+    record_prebuilt_compiler(system, {"clang", "clang 99.9.9"});
+  }
+  CodeCacheSettings settings = test::settings_for(root / "user");
+  settings.system_dir = system;
+  FakeCompiler compiler;  // the run's own compiler, as hipRTC on a ROCm machine
+  {
+    CodeCache user_only(test::settings_for(root / "user"));  // the run's own object, from an earlier run
+    FakeDevice device;
+    CHECK(load_kernel(device, 0, jit_probe_kernel, config, {}, compiler, user_only).hit == CacheHit::compiled);
+    REQUIRE(compiler.compiles.load() == 1);
+  }
+  CodeCache cache(settings);
+  const CompilerChoice choice = choose_compiler(parse_target("gfx1201:xnack-"), CompilerKind::clang, &cache);
+  REQUIRE(choice.prebuilt.size() == (choice.compiler->identity() == "clang 99.9.9" ? 0u : 1u));
+  FakeDevice device;
+  const LoadedKernel& kernel = load_kernel(device, 0, jit_probe_kernel, config, {}, compiler, cache, choice.prebuilt);
+  CHECK(compiler.compiles.load() == 1);  // nothing compiled again
+  CHECK(kernel.hit == CacheHit::system);
+  CHECK(kernel.compiler == "clang 99.9.9");
+}
+
 TEST_CASE("the runtime and the tools key a kernel identically") {
   FakeCompiler compiler;
   const TileConfig config = random_probe_config();

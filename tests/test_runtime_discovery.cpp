@@ -20,6 +20,7 @@
 
 #include "skip_support.hpp"
 
+#include "compiler/rtc_compiler.hpp"
 #include "core/error.hpp"
 #include "platform/private_temp_dir.hpp"
 #include "platform/runtime_discovery.hpp"
@@ -330,6 +331,13 @@ TEST_CASE("hipRTC comes from the HIP runtime's ROCm") {
     CHECK(hiprtc.rule == DiscoveryRule::next_to_hip_runtime);
     CHECK(path_of(hiprtc) == path_of(hip5));
   }
+  SUBCASE("a ROCm 6 runtime that also exports hipRTC's symbols (Debian): hipRTC's own file next to it") {
+    const std::string lib = t.place("debian/lib", {{"hip6_with_hiprtc", "libamdhip64.so.6"}, {"hiprtc6", "libhiprtc.so.6"}});
+    const auto hip = hip_runtime(lib + "/libamdhip64.so.6");
+    const auto hiprtc = discover_library(RuntimeLibrary::hiprtc, inputs, &hip);
+    CHECK(hiprtc.rule == DiscoveryRule::next_to_hip_runtime);
+    CHECK(path_of(hiprtc) == canonical(lib + "/libhiprtc.so.6"));
+  }
   SUBCASE("without a HIP runtime hipRTC follows the rules on its own") {
     const auto hiprtc = discover_library(RuntimeLibrary::hiprtc, inputs, nullptr);
     CHECK(hiprtc.rule == DiscoveryRule::handed_over);
@@ -488,6 +496,55 @@ TEST_CASE("relative library directories: refused when handed over, ignored (with
   ::setenv("SAGEJIT_LIBRARY_DIRS", "", 1);
   REQUIRE(inputs.handed_over.size() == 1);
   CHECK(inputs.handed_over[0].path == trees().cu13_lib);
+}
+
+// hipRTC's own version says nothing (hiprtcVersion answers a fixed 9.0) and the layouts users have
+// often carry no version in the file name: compiler/rtc_vendors.cpp reads the ROCm version from the
+// file the name links to, then the HIP runtime of the same directory, then a major alone.
+TEST_CASE("hipRTC's ROCm version: file name, linked file, the HIP runtime next to it; unknown is not 0.0") {
+  require_nothing_loaded();
+  const FakeTrees& t = trees();
+  std::vector<std::string> attempts;
+  const auto open = [&](const std::string& path) {
+    auto library = DynamicLibrary::open_first({path}, attempts);
+    REQUIRE_MESSAGE(library, path);
+    return std::move(*library);
+  };
+  SUBCASE("torch/lib: unversioned libhiprtc.so next to its libamdhip64.so") {
+    const DynamicLibrary hiprtc = open(t.torch_lib + "/libhiprtc.so");
+    const DynamicLibrary runtime = open(t.torch_lib + "/libamdhip64.so");
+    const RtcVersion version = hiprtc_rocm_version(hiprtc, &runtime);
+    CHECK(version.major == 6);
+    CHECK(version.minor == 0);
+    CHECK(version.text == "6.0.0");
+    // Without a HIP runtime, or with one from another directory, nothing says which ROCm it is.
+    CHECK(hiprtc_rocm_version(hiprtc, nullptr).major == 0);
+    CHECK(hiprtc_rocm_version(hiprtc, nullptr).text == "unknown");
+    const DynamicLibrary elsewhere = open(t.sdk_lib + "/libamdhip64.so.7");
+    CHECK(hiprtc_rocm_version(hiprtc, &elsewhere).major == 0);
+  }
+  SUBCASE("TheRock's _rocm_sdk_core/lib: libhiprtc.so.7, the runtime's version when it is there, else major 7") {
+    const DynamicLibrary hiprtc = open(t.sdk_lib + "/libhiprtc.so.7");
+    const DynamicLibrary runtime = open(t.sdk_lib + "/libamdhip64.so.7");
+    CHECK(hiprtc_rocm_version(hiprtc, &runtime).text == "7.0.0");
+    const RtcVersion alone = hiprtc_rocm_version(hiprtc, nullptr);
+    CHECK(alone.major == 7);
+    CHECK(alone.minor == -1);
+    CHECK(alone.text == "7");
+  }
+  SUBCASE("/opt/rocm-X/lib: libhiprtc.so.6 links to libhiprtc.so.6.4.43484, whose name decides") {
+    const std::string lib = t.place("opt-linked/rocm-6.4.3/lib", {{"hiprtc6", "libhiprtc.so.6.4.43484"}});
+    fs::create_symlink("libhiprtc.so.6.4.43484", lib + "/libhiprtc.so.6");
+    const DynamicLibrary hiprtc = open(lib + "/libhiprtc.so.6");
+    const RtcVersion version = hiprtc_rocm_version(hiprtc, nullptr);
+    CHECK(version.major == 6);
+    CHECK(version.minor == 4);
+    CHECK(version.text == "6.4.43484");
+  }
+  SUBCASE("ROCm 5: hipRTC inside libamdhip64 answers hipRuntimeGetVersion itself") {
+    const DynamicLibrary hiprtc = open(t.opt + "/rocm-5.7/lib/libamdhip64.so.5");
+    CHECK(hiprtc_rocm_version(hiprtc, nullptr).text == "5.0.0");
+  }
 }
 
 // Last: it makes this process's choice, which stays loaded.

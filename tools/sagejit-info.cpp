@@ -74,7 +74,9 @@ int print_runtimes_and_devices(bool verbose) {
     try {
       Device& device = backend();
       const int count = device.device_count();
-      runtimes.add_row({name, fmt::format("loaded, {} device(s)", count), device.runtime_version(), device.library_path()});
+      const std::string state = count == 0 ? fmt::format("loaded, 0 devices: {}", device.no_device_reason())
+                                           : fmt::format("loaded, {} device(s)", count);
+      runtimes.add_row({name, state, device.runtime_version(), device.library_path()});
       for (int ordinal = 0; ordinal < count; ++ordinal) {
         const DeviceInfo info = device.info(ordinal);
         devices.add_row({std::to_string(ordinal), name, info.name, info.target, info.full_target,

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
@@ -45,6 +47,8 @@ struct Options {
   std::string objdump;
   std::string json_path;
   std::string listing_dir;  // when set: each config's disassembly is written there (new files only)
+  std::string compiler = "clang";  // which compiler builds the objects (in this process)
+  std::string objects_dir;  // when set: objects built elsewhere (sagejit-precompile --emit-dir), not compiled here
 };
 
 struct Row {
@@ -53,6 +57,9 @@ struct Row {
   Specialization spec;
   bool ok = false;
   std::string error;
+  std::string compiler;      // identity of the compiler that built the object
+  double compile_ms = -1;    // its compile time (-1: not known, e.g. a cached object)
+  std::string object_file;   // with --objects: the emitted file to read instead of compiling
   CodeObjectStats stats;
   isa::KeyLoop loop;
   isa::ModeledCost steady, heaviest;
@@ -110,12 +117,55 @@ void save_listing(const std::string& directory, const Row& row, const std::strin
   if (!written) fail(ErrorCode::internal, "--listing-dir: cannot write {}", path);
 }
 
-void analyse(Row& row, const std::string& objdump, const std::string& listing_dir) {
+std::vector<std::byte> read_bytes(const std::string& path) {
+  const std::string text = read_file(path);
+  if (text.empty()) fail(ErrorCode::invalid_argument, "--objects: {} is missing or empty", path);
+  std::vector<std::byte> bytes(text.size());
+  std::memcpy(bytes.data(), text.data(), text.size());
+  return bytes;
+}
+
+// --objects: each row's object from a sagejit-precompile --emit-dir index (the non-LSE variant the
+// report prices); a row without one fails with that reason.
+void take_emitted_objects(const std::string& directory, std::vector<Row>& rows) {
+  const std::string index_path = directory + "/emitted.json";
+  const std::string text = read_file(index_path);
+  if (text.empty()) fail(ErrorCode::invalid_argument, "--objects {}: {} is missing or empty", directory, index_path);
+  const nlohmann::json index = nlohmann::json::parse(text);
+  for (Row& row : rows) {
+    for (const nlohmann::json& entry : index.at("objects")) {
+      const nlohmann::json& spec = entry.at("spec");
+      const std::string target = entry.at("target").get<std::string>();
+      if (entry.at("kernel") != attention_gfx12_kernel.name || target.substr(0, target.find(':')) != row.arch ||
+          entry.at("config").get<TileConfig>() != row.config || spec.at("dtype") != row.spec.dtype ||
+          spec.at("head_dim") != row.spec.head_dim || spec.at("causal") != row.spec.causal || spec.at("write_lse") != false)
+        continue;
+      row.object_file = directory + "/" + entry.at("file").get<std::string>();
+      row.compiler = entry.at("compiler").get<std::string>();
+      if (entry.at("status") == "compiled") row.compile_ms = entry.at("ms").get<double>();
+      break;
+    }
+    if (row.object_file.empty()) row.error = fmt::format("no such object in --objects {}", directory);
+  }
+}
+
+void analyse(Row& row, const Options& options, const std::string& objdump) {
+  const std::string& listing_dir = options.listing_dir;
+  if (!row.error.empty()) return;
   try {
     const std::string reason = check_kernel_config(attention_gfx12_kernel, row.config, row.spec, row.arch);
     if (!reason.empty()) fail(ErrorCode::invalid_argument, "config rejected: {}", reason);
-    const RenderedKernel rendered = render_kernel(attention_gfx12_kernel, row.config, row.spec, row.arch);
-    const CompileResult result = clang_compiler().compile({rendered.name, rendered.source, row.arch, rendered.options});
+    CompileResult result;
+    if (!row.object_file.empty()) {
+      result.code = read_bytes(row.object_file);
+    } else {
+      const RenderedKernel rendered = render_kernel(attention_gfx12_kernel, row.config, row.spec, row.arch);
+      const Compiler& chosen = compiler(parse_compiler_kind(options.compiler));
+      const auto start = std::chrono::steady_clock::now();
+      result = chosen.compile({rendered.name, rendered.source, row.arch, rendered.options});
+      row.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      row.compiler = chosen.identity();
+    }
     row.stats = read_code_object_stats(result.code);
     PrivateTempDir directory("sagejit-isa-report");
     const std::string object = directory.file("kernel.co"), listing = directory.file("kernel.s");
@@ -160,7 +210,8 @@ nlohmann::json cost_json(const isa::ModeledCost& cost) {
 }
 
 nlohmann::json row_json(const Row& row) {
-  nlohmann::json j{{"arch", row.arch}, {"problem", row.problem}, {"config", row.config}, {"ok", row.ok}};
+  nlohmann::json j{{"arch", row.arch}, {"problem", row.problem}, {"config", row.config}, {"compiler", row.compiler},
+                   {"compile_ms", row.compile_ms}, {"ok", row.ok}};
   if (!row.ok) {
     j["error"] = row.error;
     return j;
@@ -196,6 +247,11 @@ int main(int argc, char** argv) {
   app.add_option("--objdump", options.objdump, "llvm-objdump to disassemble with (default: llvm-objdump-22 .. in PATH)");
   app.add_option("--listing-dir", options.listing_dir, "Write each config's disassembly into this directory");
   app.add_option("--json", options.json_path, "Also write the report as JSON to this file");
+  app.add_option("--compiler", options.compiler, "Compiler that builds the objects: clang (default) or hiprtc")
+      ->check(CLI::IsMember({"clang", "hiprtc"}));
+  app.add_option("--objects", options.objects_dir,
+                 "Price the objects of a sagejit-precompile --emit-dir (its emitted.json) instead of compiling: e.g. "
+                 "hipRTC's, built inside a ROCm root where no llvm-objdump is");
   return run_tool(app, argc, argv, [&]() -> int {
     const std::string objdump = find_objdump(options.objdump);
     const std::vector<LoadedTableFile> files = loaded_table_files();
@@ -217,10 +273,12 @@ int main(int argc, char** argv) {
               rows.push_back(std::move(row));
             }
           }
-    for (Row& row : rows) analyse(row, objdump, options.listing_dir);
+    if (!options.objects_dir.empty()) take_emitted_objects(options.objects_dir, rows);
+    for (Row& row : rows) analyse(row, options, objdump);
 
     const auto& devices = isa::rdna4_devices();
-    SummaryTable table({{"arch"}, {"problem"}, {"config"}, {"VGPR", SummaryTable::Align::right}, {"scratch", SummaryTable::Align::right},
+    SummaryTable table({{"arch"}, {"problem"}, {"config"}, {"compiler"}, {"compile ms", SummaryTable::Align::right},
+                        {"VGPR", SummaryTable::Align::right}, {"scratch", SummaryTable::Align::right},
                         {"LDS B", SummaryTable::Align::right}, {"waves/SIMD", SummaryTable::Align::right},
                         {"WMMA iu8+fp8", SummaryTable::Align::right}, {"VALU", SummaryTable::Align::right},
                         {"VOPD", SummaryTable::Align::right}, {"trans", SummaryTable::Align::right},
@@ -237,7 +295,8 @@ int main(int argc, char** argv) {
         continue;
       }
       const isa::ClassCounts& c = row.loop.steady.counts;
-      table.add_row({row.arch, row.problem, config_id(row.config), figure(row.stats.registers), figure(row.stats.scratch),
+      table.add_row({row.arch, row.problem, config_id(row.config), row.compiler,
+                     row.compile_ms < 0 ? std::string("-") : fmt::format("{:.0f}", row.compile_ms), figure(row.stats.registers), figure(row.stats.scratch),
                      figure(row.stats.static_shared), std::to_string(row.waves_per_simd),
                      fmt::format("{}+{}", c[isa::InstrClass::wmma_iu8], c[isa::InstrClass::wmma_fp8]),
                      std::to_string(c[isa::InstrClass::valu]), std::to_string(c[isa::InstrClass::vopd]),

@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cache/code_cache.hpp"
 #include "common/cli.hpp"
@@ -219,6 +220,8 @@ unsigned dynamic_shared_bytes(const KeyedJob& keyed) {
   return bytes;
 }
 
+constexpr const char* emit_manifest_name = "emitted.json";
+
 // "<kernel>.<config>.<specialization>.<arch>.co|.cubin" with the config id made file-name safe.
 std::string emit_file_name(const Planned& planned) {
   std::string config = config_id(planned.keyed.job.config);
@@ -236,6 +239,28 @@ std::string emit_file_name(const Planned& planned) {
 // place, so a symlink planted under the final name is replaced, never written through.
 void write_file(const fs::path& path, std::span<const std::byte> bytes) {
   write_file_atomically(path, bytes, 0644, ErrorCode::cache_error);
+}
+
+// The index of an --emit-dir (emit_manifest_name): which kernel, config, specialization, target and
+// compiler each file is, and how long it took, so that a checker (tests/test_hiprtc_objects.cpp) or
+// the ISA report (--objects) can take objects built elsewhere, e.g. by hipRTC inside a ROCm root.
+void write_emit_manifest(const fs::path& dir, const Plan& plan, const std::vector<Outcome>& outcomes) {
+  nlohmann::json entries = nlohmann::json::array();
+  for (std::size_t i = 0; i < plan.jobs.size(); ++i) {
+    if (outcomes[i].status == "FAILED") continue;
+    const CompileJob& job = plan.jobs[i].keyed.job;
+    entries.push_back({{"file", emit_file_name(plan.jobs[i])},
+                       {"kernel", job.kernel->name},
+                       {"config", job.config},
+                       {"spec", {{"dtype", job.spec.dtype}, {"head_dim", job.spec.head_dim}, {"causal", job.spec.causal},
+                                 {"write_lse", job.spec.write_lse}}},
+                       {"target", plan.jobs[i].keyed.rendered.target},
+                       {"compiler", job.compiler->identity()},
+                       {"status", outcomes[i].status},
+                       {"ms", outcomes[i].ms}});
+  }
+  const std::string text = nlohmann::json{{"tool", tool_version_string("sagejit-precompile")}, {"objects", entries}}.dump(1) + "\n";
+  write_file(dir / emit_manifest_name, std::as_bytes(std::span(text.data(), text.size())));
 }
 
 // A system cache is read by every user: directory 0755, entries 0644, no lock files left behind.
@@ -453,7 +478,10 @@ int run(const Options& options) {
   else
     fmt::print("{} compiled ({:.1f} s of compile time), {} already cached, {} failed\n", compiled, compile_ms / 1000.0,
                cached, failed);
-  if (emit_dir) fmt::print("raw code objects written to {}\n", emit_dir->string());
+  if (emit_dir) {
+    write_emit_manifest(*emit_dir, plan, outcomes);
+    fmt::print("raw code objects written to {} (index: {})\n", emit_dir->string(), emit_manifest_name);
+  }
   if (not_stored > 0) {
     const std::string problem = cache.user_dir_problem();
     std::uint64_t planned_bytes = 0;  // the payloads alone: each entry is a little larger
@@ -494,7 +522,7 @@ int main(int argc, char** argv) {
   app.add_option("--cache-dir", options.cache_dir, "User cache to fill (default: SAGEJIT_CACHE_DIR, ~/.cache/sagejit)");
   app.add_option("--system-cache", options.system_cache,
                  "Fill DIR laid out as a read-only system cache (e.g. <prefix>/share/sagejit/cache)");
-  app.add_option("--emit-dir", options.emit_dir, "Also write each raw code object as <kernel>.<config>.<spec>.<arch>.co|.cubin");
+  app.add_option("--emit-dir", options.emit_dir, "Also write each raw code object as <kernel>.<config>.<spec>.<arch>.co|.cubin, indexed in emitted.json");
   app.add_option("--jobs,-j", options.jobs, "Parallel compiles (default: the number of cores)")->check(CLI::Range(1u, 4096u));
   app.add_option("--kernels", options.kernels, "Kernel names or families to build (default: every dispatched kernel)")
       ->delimiter(',');

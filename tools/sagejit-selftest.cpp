@@ -1,6 +1,7 @@
 // sagejit-selftest: what an owner of a new GPU runs first. In order:
 //  1. a matrix-instruction layout probe (RDNA4: the gfx12 WMMA iu8/fp8 lane layouts the kernels assume;
-//     NVIDIA: the mma.sync fragments), since every later result depends on it;
+//     NVIDIA: the mma.sync fragments), since every later result depends on it; on RDNA4 also the fp8
+//     WMMA's effective accumulator precision (tools/common/fp8_accumulation_probe.hpp);
 //  2. over the supported feature matrix (dtype, head_dim, causal, GQA, NHD, odd lengths, LSE, K with
 //     channel offsets): the prepare stage bit for bit against the CPU emulator, and the attention
 //     output against the emulator and the fp64 reference;
@@ -17,6 +18,7 @@
 #include "common/attention_trial.hpp"
 #include "common/cli.hpp"
 #include "common/gpu_session.hpp"
+#include "common/fp8_accumulation_probe.hpp"
 #include "common/mma_probe.hpp"
 #include "common/oracle_check.hpp"
 #include "common/progress.hpp"
@@ -200,6 +202,25 @@ int run(const Options& options) {
     verdicts.add_row({"layout probe", device.info.target, "FAIL", error.what()});
   }
 
+  // 1b. gfx12: the fp8 WMMA's effective accumulator precision, which the one-level PV accumulation
+  // of the RDNA4 kernel (pv_into_output) relies on being fp32's (no published figure says so).
+  std::string accumulation_line;
+  if (device.info.target.rfind("gfx12", 0) == 0) {
+    try {
+      const Fp8AccumulationPrecision precision =
+          measure_fp8_accumulation(*device.backend, device.info.ordinal, code_cache());
+      all_passed &= precision.full_fp32();
+      accumulation_line = "fp8 WMMA accumulation: " + precision.text();
+      verdicts.add_row({"fp8 accumulation", "wmma f32_16x16x16_fp8_fp8", precision.full_fp32() ? "PASS" : "FAIL",
+                        precision.full_fp32() ? precision.text()
+                                              : precision.text() + " | the kernel accumulates PV into O in the WMMA "
+                                                                   "(pv_into_output), exact only with fp32's 24 bits"});
+    } catch (const std::exception& error) {
+      all_passed = false;
+      verdicts.add_row({"fp8 accumulation", device.info.target, "FAIL", error.what()});
+    }
+  }
+
   // 2. Prepare bit-exactness and attention accuracy over the feature matrix.
   const std::vector<Feature> features = feature_matrix(options.quick, options.seed);
   Progress progress("selftest", features.size(), stderr_is_terminal());
@@ -240,6 +261,7 @@ int run(const Options& options) {
 
   fmt::print("\n");
   verdicts.print();
+  if (!accumulation_line.empty()) fmt::print("{}\n", accumulation_line);
   if (!timing_line.empty()) fmt::print("{}\n", timing_line);
   fmt::print("\nverdict: {}\n", all_passed ? "PASS - sagejit works on this GPU" : "FAIL - see the rows marked FAIL");
   return all_passed ? exit_ok : exit_failed;

@@ -100,6 +100,9 @@ class RtcCompiler final : public Compiler {
     const auto parsed = try_parse_target(target);
     if (!floor || !parsed || parsed->amd_family() != floor->family) return {};
     if (version_.major > floor->major || (version_.major == floor->major && version_.minor >= floor->minor)) return {};
+    // An unreadable version is not a too old one: the compile itself decides (an old comgr fails
+    // with "invalid target"; ROCm 5, whose hipRTC crashes on gfx12, always has a readable version).
+    if (version_.major == 0 || (version_.major == floor->major && version_.minor < 0)) return {};
     return fmt::format(
         "{} ({}) cannot compile for {}: {} needs {} from {} {}.{} or newer (this is {} {}); "
         "use the offline clang compiler instead (SAGEJIT_COMPILER=clang; clang++-22 or SAGEJIT_CLANG)",

@@ -17,8 +17,8 @@
 namespace sagejit {
 
 struct RtcVersion {
-  int major = 0;
-  int minor = 0;
+  int major = 0;   // 0: unknown
+  int minor = 0;   // -1: unknown (a file name that carries only the major version)
   std::string text;  // as it appears in the identity: "13.0", "5.2.21153"
 };
 
@@ -52,6 +52,10 @@ struct RtcVendor {
 // Throws Error(compile_error) "<display> call <call> failed: <error string>" unless result is success.
 void check_rtc_call(const RtcVendor& vendor, const rtc_api::Functions& api, rtc_api::Result result,
                     std::string_view call);
+
+// The ROCm version of a hipRTC library (rtc_vendors.cpp has the order of the sources it reads);
+// `hip_runtime`: the HIP runtime of the process, or null. major 0: unknown; minor -1: unknown.
+RtcVersion hiprtc_rocm_version(const DynamicLibrary& hiprtc, const DynamicLibrary* hip_runtime);
 
 // Opens this process's vendor.library and builds its compiler; a failure is kept with its reason (see platform/library_loader.hpp).
 LoadedLibrary<Compiler> load_rtc_compiler(const RtcVendor& vendor);

@@ -2,6 +2,8 @@
 // process-wide instances nvrtc_compiler() / hiprtc_compiler(); the compiling is rtc_compiler.cpp.
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <system_error>
 #include <string>
 #include <vector>
 
@@ -50,23 +52,68 @@ std::string soname_version(const std::string& path) {
   return at == std::string::npos ? std::string() : file.substr(at + 4);
 }
 
-RtcVersion hiprtc_version(const DynamicLibrary& library, const rtc_api::Functions&) {
-  // hiprtcVersion() is no help: ROCm's implementation answers a fixed 9.0. The ROCm version comes
-  // from hipRuntimeGetVersion where hipRTC lives inside libamdhip64 (ROCm 5), else from the
-  // library file's version (libhiprtc.so.6.4.60401).
+// HIP_VERSION = major * 10'000'000 + minor * 100'000 + patch, as hipRuntimeGetVersion answers it.
+std::optional<RtcVersion> hip_runtime_version_of(const DynamicLibrary& library) {
+  auto* get_version = reinterpret_cast<int (*)(int*)>(library.optional_symbol("hipRuntimeGetVersion"));
+  int version = 0;
+  if (get_version == nullptr || get_version(&version) != 0 || version <= 0) return std::nullopt;
   RtcVersion result;
-  int runtime_version = 0;
-  auto* get_runtime_version = reinterpret_cast<int (*)(int*)>(library.optional_symbol("hipRuntimeGetVersion"));
-  if (get_runtime_version != nullptr && get_runtime_version(&runtime_version) == 0 && runtime_version > 0) {
-    // HIP_VERSION = major * 10'000'000 + minor * 100'000 + patch
-    result.major = runtime_version / 10000000;
-    result.minor = (runtime_version / 100000) % 100;
-    result.text = fmt::format("{}.{}.{}", result.major, result.minor, runtime_version % 100000);
-    return result;
-  }
-  result.text = soname_version(library.path());
-  if (std::sscanf(result.text.c_str(), "%d.%d", &result.major, &result.minor) != 2) result = {0, 0, "unknown"};
+  result.major = version / 10000000;
+  result.minor = (version / 100000) % 100;
+  result.text = fmt::format("{}.{}.{}", result.major, result.minor, version % 100000);
   return result;
+}
+
+// "6.4.43484" -> 6.4; "7" -> 7 with the minor unknown; anything else: nothing.
+std::optional<RtcVersion> parse_file_version(const std::string& text) {
+  RtcVersion result;
+  char tail = 0;
+  const int fields = std::sscanf(text.c_str(), "%d.%d%c", &result.major, &result.minor, &tail);
+  if (fields < 1 || result.major <= 0) return std::nullopt;
+  if (fields == 1) {
+    if (text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    result.minor = -1;
+  }
+  result.text = text;
+  return result;
+}
+
+std::string directory_of(const std::string& path) {
+  std::error_code error;
+  const auto resolved = std::filesystem::canonical(path, error);
+  return (error ? std::filesystem::path(path) : resolved).parent_path().string();
+}
+
+RtcVersion hiprtc_rocm_version_impl(const DynamicLibrary& library, const DynamicLibrary* hip_runtime) {
+  // hiprtcVersion() is no help: ROCm's implementation answers a fixed 9.0, and hipRTC's ELF has no
+  // version data (no version definitions, no .comment). The ROCm version comes from, in order:
+  // 1. hipRuntimeGetVersion in the library itself (ROCm 5: hipRTC lives inside libamdhip64);
+  // 2. the file's own name or the file its name links to (libhiprtc.so.6 -> libhiprtc.so.6.4.43484,
+  //    the /opt/rocm-X/lib and distribution layouts), when it says major.minor;
+  // 3. the HIP runtime this process uses, when it lives in hipRTC's directory (the one-ROCm rule of
+  //    platform/runtime_discovery makes them one ROCm): torch/lib's unversioned libhiprtc.so next to
+  //    its libamdhip64.so, TheRock's libhiprtc.so.7 next to libamdhip64.so.7;
+  // 4. a major version alone from the name (libhiprtc.so.7);
+  // else it is unknown, which is not "too old" (cannot_build lets the compile decide).
+  if (auto inside = hip_runtime_version_of(library)) return *inside;
+  std::optional<RtcVersion> major_only;
+  std::error_code error;
+  const auto resolved = std::filesystem::canonical(library.path(), error);
+  for (const std::string& name : {library.path(), error ? std::string() : resolved.string()}) {
+    if (name.empty()) continue;
+    const auto parsed = parse_file_version(soname_version(name));
+    if (parsed && parsed->minor >= 0) return *parsed;
+    if (parsed && !major_only) major_only = parsed;
+  }
+  if (hip_runtime != nullptr && directory_of(hip_runtime->path()) == directory_of(library.path()))
+    if (auto same_rocm = hip_runtime_version_of(*hip_runtime)) return *same_rocm;
+  if (major_only) return *major_only;
+  return {0, -1, "unknown"};
+}
+
+RtcVersion hiprtc_version(const DynamicLibrary& library, const rtc_api::Functions&) {
+  const DiscoveredLibrary& runtime = process_runtime_library(RuntimeLibrary::hip_runtime);
+  return hiprtc_rocm_version_impl(library, runtime.library && !runtime.refused ? &*runtime.library : nullptr);
 }
 
 std::vector<std::string> hiprtc_base_options(const std::string& target) {
@@ -98,6 +145,10 @@ const RtcVendor& hiprtc_vendor() {
 }
 
 }  // namespace
+
+RtcVersion hiprtc_rocm_version(const DynamicLibrary& hiprtc, const DynamicLibrary* hip_runtime) {
+  return hiprtc_rocm_version_impl(hiprtc, hip_runtime);
+}
 
 const Compiler& nvrtc_compiler() {
   static const auto* outcome = new LoadedLibrary<Compiler>(load_rtc_compiler(nvrtc_vendor()));  // process lifetime

@@ -55,6 +55,8 @@ class Device {
   virtual std::string library_path() const = 0;
 
   virtual int device_count() const = 0;
+  // Why device_count() is 0 ("hipInit failed: hipErrorNoDevice"); empty when devices exist.
+  virtual std::string no_device_reason() const { return {}; }
   virtual DeviceInfo info(int ordinal) const = 0;
   // The ordinal current on the calling thread (the caller's framework may have set it).
   virtual int current_device() const = 0;

@@ -65,6 +65,7 @@ class DriverDevice final : public Device {
   std::string runtime_version() const override { return version_; }
   std::string library_path() const override { return library_.path(); }
   int device_count() const override { return count_; }
+  std::string no_device_reason() const override { return count_ == 0 ? describe_no_device() : std::string(); }
 
   DeviceInfo info(int ordinal) const override {
     check_ordinal(ordinal);

@@ -18,7 +18,7 @@ extern const KernelDesc probe_gfx12_kernel{
     .name = "probe_gfx12",
     .family = "probe",
     .source_path = "probe_gfx12.hip",
-    .entries = {"sj_probe_gfx12"},
+    .entries = {"sj_probe_gfx12", "sj_probe_gfx12_fp8_accumulation"},
     .targets = {{.vendor = Vendor::amd, .archs = {"gfx1200", "gfx1201"}}},
     .geometry = one_wave,
 };

@@ -209,6 +209,12 @@ class Search {
     };
     if (auto loaded = already_loaded()) {
       if (loaded->library->path() == runtime.path()) {  // ROCm 5: hipRTC inside the runtime
+        // Debian's ROCm 6.4 runtime also exports hipRTC's symbols; where the runtime's directory has
+        // hipRTC's own library (ROCm >= 6), that file is hipRTC.
+        if (auto own = in_directories({{runtime.directory(), "the HIP runtime's directory"}},
+                                      DiscoveryRule::next_to_hip_runtime);
+            own && own->library->path() != runtime.path())
+          return std::move(*own);
         loaded->rule = DiscoveryRule::next_to_hip_runtime;
         loaded->origin = runtime.directory();
         return std::move(*loaded);
