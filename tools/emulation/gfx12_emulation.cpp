@@ -1,0 +1,205 @@
+// The shim behind tools/scripts/gfx12_emulate.py: one attention call through the runtime's own
+// runner (plan, render, compile, cache, load, argument packing, launch geometry: nothing restated)
+// on an emulated device whose memory is host memory and whose launches are handed to a callback.
+// The script's callback runs each launch's machine code in an RDNA4 instruction emulator (in this
+// process, so the kernel arguments' pointers are valid as they are); the shim then reads the
+// workspace and the output back and compares them with the CPU emulator, as sagejit-selftest does
+// on a real GPU. Development check only: it is not installed, and CI does not run it.
+//
+// C interface (ctypes): sj_gfx12_emulation_run(case_json, launch, user, result, result_size).
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/attention_trial.hpp"
+#include "common/oracle_check.hpp"
+#include "common/shape.hpp"
+#include "core/error.hpp"
+#include "core/tile_config.hpp"
+#include "dev/attention_harness.hpp"
+#include "device/device.hpp"
+
+namespace {
+
+using namespace sagejit;
+
+// One launch as the HIP module API would see it: the code object, the entry point's name, the
+// geometry, and the kernel argument array (one pointer per argument; their sizes are in the code
+// object's metadata, which the callback reads as a HIP runtime does). Returns 0, or nonzero with a
+// message in `error`.
+using LaunchCallback = int (*)(void* user, const void* code_object, std::size_t code_size, const char* entry,
+                               const unsigned* grid, const unsigned* block, unsigned dynamic_shared, void** args,
+                               char* error, std::size_t error_size);
+
+struct EmulatedFunction {
+  const std::vector<std::byte>* code = nullptr;
+  std::string entry;
+};
+
+class EmulatedModule final : public LoadedModule {
+ public:
+  explicit EmulatedModule(std::span<const std::byte> code) : code_(code.begin(), code.end()) {}
+  void* function(const std::string& name) override {
+    functions_.push_back(std::make_unique<EmulatedFunction>(EmulatedFunction{&code_, name}));
+    return functions_.back().get();
+  }
+
+ private:
+  std::vector<std::byte> code_;
+  std::vector<std::unique_ptr<EmulatedFunction>> functions_;
+};
+
+// A gfx12 device whose memory is host memory and whose launches run in the callback (in order,
+// synchronously: every stream is the same queue).
+class EmulatedDevice final : public Device {
+ public:
+  EmulatedDevice(std::string target, LaunchCallback launch, void* user)
+      : target_(std::move(target)), launch_(launch), user_(user) {}
+
+  Vendor vendor() const override { return Vendor::amd; }
+  std::string runtime_version() const override { return "RDNA4 instruction emulator"; }
+  std::string library_path() const override { return {}; }
+  int device_count() const override { return 1; }
+  DeviceInfo info(int ordinal) const override {
+    DeviceInfo info;
+    info.ordinal = ordinal;
+    info.vendor = Vendor::amd;
+    info.name = "emulated " + target_;
+    info.target = info.full_target = target_;
+    info.compute_units = 64;
+    info.shared_memory_per_block = info.shared_memory_per_block_optin = 65536;
+    info.warp_size = 32;
+    info.total_memory = std::size_t{1} << 34;
+    return info;
+  }
+  int current_device() const override { return 0; }
+
+  std::unique_ptr<LoadedModule> load_module(int, std::span<const std::byte> code_object) override {
+    return std::make_unique<EmulatedModule>(code_object);
+  }
+  void launch(int, void* function, const LaunchGeometry& geometry, Stream, void** args) override {
+    const auto& f = *static_cast<const EmulatedFunction*>(function);
+    char error[2048] = {};
+    const int status = launch_(user_, f.code->data(), f.code->size(), f.entry.c_str(), geometry.grid.data(),
+                               geometry.block.data(), geometry.dynamic_shared_bytes, args, error, sizeof error);
+    if (status != 0) fail(ErrorCode::device_error, "emulated launch of {} failed: {}", f.entry, error);
+  }
+
+  void* allocate(int, std::size_t bytes) override {
+    void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+    if (p == nullptr) fail(ErrorCode::device_error, "emulated device: cannot allocate {} bytes", bytes);
+    return p;
+  }
+  void free(int, void* pointer) noexcept override { std::free(pointer); }
+  void copy_to_device(int, void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_to_host(int, void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void memset(int, void* dst, int value, std::size_t bytes, Stream) override { std::memset(dst, value, bytes); }
+  void synchronize(int, Stream) override {}
+  bool stream_is_capturing(int, Stream) override { return false; }
+  void* create_event(int) override { fail(ErrorCode::unsupported, "emulated device: no timing events"); }
+  void destroy_event(int, void*) noexcept override {}
+  void record_event(int, void*, Stream) override { fail(ErrorCode::unsupported, "emulated device: no timing events"); }
+  float elapsed_ms(int, void*, void*) override { fail(ErrorCode::unsupported, "emulated device: no timing events"); }
+
+ private:
+  std::string target_;
+  LaunchCallback launch_;
+  void* user_;
+};
+
+// Output bits of the kernel vs the CPU emulator (same dims, dtype and layout, so same storage).
+nlohmann::json compare_output(const numerics::HostTensor& actual, const numerics::HostTensor& expected) {
+  const auto& a = actual.storage();
+  const auto& e = expected.storage();
+  std::int64_t differing = 0, first = -1;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i] != e[i]) {
+      ++differing;
+      if (first < 0) first = static_cast<std::int64_t>(i);
+    }
+  return {{"bit_exact", differing == 0}, {"differing_storage_elements", differing}, {"first_difference", first}};
+}
+
+nlohmann::json run_case(const nlohmann::json& spec, LaunchCallback launch, void* user) {
+  const std::string target = spec.value("target", "gfx1201");
+  EmulatedDevice device(target, launch, user);
+  CallDevice call_device{&device, device.info(0)};
+
+  tools::TrialSettings settings;
+  settings.layout = spec.value("layout", "HND") == "NHD" ? Layout::NHD : Layout::HND;
+  settings.lse = spec.value("lse", false);
+  settings.smooth_k = spec.value("smooth_k", true);
+  settings.inputs = spec.value("inputs", "normal") == "channel_offsets" ? tools::InputKind::channel_offsets
+                                                                         : tools::InputKind::normal;
+  settings.seed = spec.value("seed", std::uint64_t{1});
+  settings.nan_query_tokens = spec.value("nan_query_tokens", std::vector<int>{});
+  const tools::AttentionShape shape = tools::parse_shape(spec.at("shape").get<std::string>(), "shape");
+
+  std::optional<TileConfig> config;
+  if (spec.contains("config") && !spec["config"].is_null()) config = spec["config"].get<TileConfig>();
+
+  tools::AttentionTrial trial(call_device, shape, settings);
+  const AttentionPlan plan = trial.choice(config);
+  trial.enqueue(plan, 0, nullptr);
+  const numerics::HostTensor out = trial.download_output();
+  const std::vector<float> lse = trial.download_lse();
+
+  const numerics::EmulatorOptions options = trial.emulator_options(plan);
+  const numerics::PreparedTensors expected =
+      numerics::prepare(trial.q().view(), trial.k().view(), trial.v().view(), settings.layout, options);
+  const numerics::PreparedTensors actual = trial.download_prepared(plan);
+  const auto mismatch = numerics::compare_prepared(expected, actual, v_key_slots(plan));
+
+  const numerics::EmulatorResult emulated =
+      numerics::emulate(trial.q().view(), trial.k().view(), trial.v().view(), settings.layout, options, settings.layout);
+  nlohmann::json result;
+  result["plan"] = {{"attention_kernel", plan.attention->name}, {"attention_config", config_id(plan.attention_config)},
+                    {"prepare_kernel", plan.prepare->name}, {"prepare_config", config_id(plan.prepare_config)}};
+  result["workspace"] = {{"bit_exact", !mismatch}, {"first_mismatch", mismatch ? mismatch->describe() : ""}};
+  result["output"] = compare_output(out, emulated.out);
+  const numerics::AccuracyMetrics vs_emulator =
+      numerics::measure_accuracy(out.host_view(), numerics::to_doubles(emulated.out.host_view()));
+  result["output"]["vs_emulator"] = vs_emulator.summary();
+  result["output"]["max_abs_vs_emulator"] = vs_emulator.max_abs_error;
+  if (settings.lse) {
+    double max_diff = 0;
+    std::int64_t differing = 0;
+    for (std::size_t i = 0; i < lse.size(); ++i) {
+      if (std::memcmp(&lse[i], &emulated.lse[i], sizeof(float)) != 0) ++differing;
+      if (std::isnan(lse[i]) && std::isnan(emulated.lse[i])) continue;
+      const double d = std::abs(static_cast<double>(lse[i]) - emulated.lse[i]);
+      max_diff = std::isnan(d) ? INFINITY : std::max(max_diff, d);
+    }
+    result["lse"] = {{"bit_exact", differing == 0}, {"differing", differing}, {"max_abs_vs_emulator", max_diff}};
+  }
+  const tools::OracleVerdict verdict =
+      tools::judge_output({&trial.q(), &trial.k(), &trial.v(), settings.layout, options}, out, lse);
+  result["oracle"] = {{"passed", verdict.passed}, {"failure", verdict.failure},
+                      {"vs_reference", verdict.vs_reference.summary()}};
+  return result;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int sj_gfx12_emulation_run(const char* case_json,
+                                                                              LaunchCallback launch, void* user,
+                                                                              char* result, std::size_t result_size) {
+  std::string text;
+  int status = 0;
+  try {
+    text = run_case(nlohmann::json::parse(case_json), launch, user).dump();
+  } catch (const std::exception& error) {
+    text = nlohmann::json{{"error", error.what()}}.dump();
+    status = 1;
+  }
+  if (text.size() + 1 > result_size) return 2;
+  std::memcpy(result, text.c_str(), text.size() + 1);
+  return status;
+}
