@@ -11,20 +11,25 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "common/attention_trial.hpp"
+#include "common/compile_job.hpp"
 #include "common/oracle_check.hpp"
 #include "common/shape.hpp"
 #include "core/error.hpp"
 #include "core/tile_config.hpp"
 #include "dev/attention_harness.hpp"
 #include "device/device.hpp"
+#include "platform/safe_file.hpp"
 
 namespace {
 
@@ -84,10 +89,17 @@ class EmulatedDevice final : public Device {
   std::unique_ptr<LoadedModule> load_module(int, std::span<const std::byte> code_object) override {
     return std::make_unique<EmulatedModule>(code_object);
   }
+  // Launches of entry point `entry` run `code` instead of what the runtime loaded (the code objects
+  // another compiler made for the same kernel, config and specialization: sagejit-precompile --emit-dir).
+  void replace_code(const std::string& entry, std::shared_ptr<const std::vector<std::byte>> code) {
+    replacements_[entry] = std::move(code);
+  }
   void launch(int, void* function, const LaunchGeometry& geometry, Stream, void** args) override {
     const auto& f = *static_cast<const EmulatedFunction*>(function);
+    const auto replaced = replacements_.find(f.entry);
+    const std::vector<std::byte>& code = replaced == replacements_.end() ? *f.code : *replaced->second;
     char error[2048] = {};
-    const int status = launch_(user_, f.code->data(), f.code->size(), f.entry.c_str(), geometry.grid.data(),
+    const int status = launch_(user_, code.data(), code.size(), f.entry.c_str(), geometry.grid.data(),
                                geometry.block.data(), geometry.dynamic_shared_bytes, args, error, sizeof error);
     if (status != 0) fail(ErrorCode::device_error, "emulated launch of {} failed: {}", f.entry, error);
   }
@@ -110,6 +122,7 @@ class EmulatedDevice final : public Device {
 
  private:
   std::string target_;
+  std::map<std::string, std::shared_ptr<const std::vector<std::byte>>> replacements_;
   LaunchCallback launch_;
   void* user_;
 };
@@ -129,6 +142,31 @@ nlohmann::json compare_output(const numerics::HostTensor& actual, const numerics
     result["first_difference"] = fmt::format("storage element {}: kernel {:#06x}, CPU emulator {:#06x}", first,
                                              a[static_cast<std::size_t>(first)], e[static_cast<std::size_t>(first)]);
   return result;
+}
+
+// The emitted code object of `desc` for a plan's config and specialization in `directory`: the exact
+// specialization, or the one with the fields the kernel is not compiled for at their defaults (how
+// sagejit-precompile names the one object it builds for all of them).
+std::shared_ptr<const std::vector<std::byte>> emitted_object(const std::string& directory, const KernelDesc& desc,
+                                                             const TileConfig& config, const Specialization& spec,
+                                                             const std::string& target) {
+  Specialization reduced = spec;
+  if ((desc.specialized_on & spec_causal) == 0) reduced.causal = false;
+  if ((desc.specialized_on & spec_write_lse) == 0) reduced.write_lse = false;
+  std::vector<std::string> tried;
+  for (const Specialization& candidate : {spec, reduced}) {
+    const std::filesystem::path path = std::filesystem::path(directory) / tools::emit_file_name(desc.name, config, candidate, target);
+    tried.push_back(path.string());
+    const OpenedFile opened = open_regular_file(path, Symlinks::follow);
+    if (opened.missing) continue;
+    std::string problem = opened.problem;
+    std::optional<std::vector<std::byte>> bytes;
+    if (problem.empty()) bytes = read_opened_file(opened, std::size_t{1} << 28, problem);
+    if (!bytes) fail(ErrorCode::invalid_argument, "code_objects: cannot read {}: {}", path.string(), problem);
+    return std::make_shared<const std::vector<std::byte>>(std::move(*bytes));
+  }
+  fail(ErrorCode::invalid_argument, "code_objects: no emitted object for {} {}: tried {}", desc.name, config_id(config),
+       fmt::format("{}", fmt::join(tried, ", ")));
 }
 
 nlohmann::json run_case(const nlohmann::json& spec, LaunchCallback launch, void* user) {
@@ -151,6 +189,16 @@ nlohmann::json run_case(const nlohmann::json& spec, LaunchCallback launch, void*
 
   tools::AttentionTrial trial(call_device, shape, settings);
   const AttentionPlan plan = trial.choice(config);
+  nlohmann::json replaced = nlohmann::json::array();
+  if (spec.contains("code_objects")) {
+    const std::string directory = spec["code_objects"].get<std::string>();
+    for (const auto& [desc, kernel_config] : {std::pair{plan.attention, &plan.attention_config},
+                                              std::pair{plan.prepare, &plan.prepare_config}}) {
+      const auto code = emitted_object(directory, *desc, *kernel_config, plan.spec, target);
+      for (const std::string& entry : desc->entries) device.replace_code(entry, code);
+      replaced.push_back(desc->name);
+    }
+  }
   trial.enqueue(plan, 0, nullptr);
   const numerics::HostTensor out = trial.download_output();
   const std::vector<float> lse = trial.download_lse();
@@ -166,6 +214,7 @@ nlohmann::json run_case(const nlohmann::json& spec, LaunchCallback launch, void*
   nlohmann::json result;
   result["plan"] = {{"attention_kernel", plan.attention->name}, {"attention_config", config_id(plan.attention_config)},
                     {"prepare_kernel", plan.prepare->name}, {"prepare_config", config_id(plan.prepare_config)}};
+  result["plan"]["code_objects_from_dir"] = replaced;
   result["workspace"] = {{"bit_exact", !mismatch}, {"first_mismatch", mismatch ? mismatch->describe() : ""}};
   result["output"] = compare_output(out, emulated.out);
   const numerics::AccuracyMetrics vs_emulator =

@@ -140,6 +140,9 @@ class CodeObject:
                         metadata = msgpack_decode(data[desc:desc + descsz])[0]
                     off = desc + ((descsz + 3) & ~3)
         if metadata is None: raise ValueError("no AMDGPU metadata note (code object v3+)")
+        # The compiler that made it (the .comment string, e.g. "AMD clang version 19.0.0git (...)").
+        at = data.find(b"clang version")
+        self.producer = "unknown" if at < 0 else data[data.rfind(b"\0", 0, at) + 1:data.find(b"\0", at)].decode(errors="replace")
         self.kernels = {}
         for meta in metadata["amdhsa.kernels"]:
             kd = self.base + symbols[meta[".symbol"]]
@@ -178,14 +181,17 @@ GAP_PROBES = [
      "the constant, not VGPRs v128+",
      ["v_mov_b32 v20, 0", "v_mov_b32 v21, 0", "v_mov_b32 v22, 0", "v_mov_b32 v23, 0"] +
      [f"v_mov_b32 v{128 + i}, 7" for i in range(8)] +
-     ["v_wmma_i32_16x16x16_iu8 v[8:15], v[20:21], v[22:23], 0 neg_lo:[1,1,0]"], "v8", lambda lane: 0),
+     ["v_wmma_i32_16x16x16_iu8 v[8:15], v[20:21], v[22:23], 0 neg_lo:[1,1,0]"], "v8", lambda thread: 0),
     ("V_WMMA_F32_16X16X16_FP8_FP8 decodes its 8-bit inputs as E4M3 (16 products of 1.0 = 16.0)",
      [f"v_mov_b32 v{20 + i}, 0x38383838" for i in range(4)] + [f"v_mov_b32 v{24 + i}, 0" for i in range(8)] +
-     ["v_wmma_f32_16x16x16_fp8_fp8 v[8:15], v[20:21], v[22:23], v[24:31]"], "v8", lambda lane: 0x41800000),
+     ["v_wmma_f32_16x16x16_fp8_fp8 v[8:15], v[20:21], v[22:23], v[24:31]"], "v8", lambda thread: 0x41800000),
     ("v_permlanex16_b32 takes a literal second lane selector (lane L reads lane L^16)",
-     ["s_mov_b32 s6, 0x76543210", "v_permlanex16_b32 v9, v0, s6, 0xfedcba98"], "v9", lambda lane: lane ^ 16),
+     ["s_mov_b32 s6, 0x76543210", "v_permlanex16_b32 v9, v0, s6, 0xfedcba98"], "v9", lambda thread: thread ^ 16),
     ("GLOBAL_INV (cache invalidate, no architectural effect here) executes",
-     ["v_mov_b32 v9, v0", "global_inv scope:SCOPE_SE"], "v9", lambda lane: lane),
+     ["v_mov_b32 v9, v0", "global_inv scope:SCOPE_SE"], "v9", lambda thread: thread),
+    ("each wave has its own scratch (private segment): two waves spill, meet at a barrier, reload",
+     ["scratch_store_b32 off, v0, off", "s_wait_storecnt 0", "s_barrier_signal -1", "s_barrier_wait 0xffff",
+      "scratch_load_b32 v9, off, off", "s_wait_loadcnt 0"], "v9", lambda thread: thread),
 ]
 
 
@@ -208,18 +214,20 @@ def emulator_gaps(emu) -> list[str]:
         program = assemble(["s_load_b64 s[4:5], s[0:1], 0x0", "s_wait_kmcnt 0", *body, "v_lshlrev_b32 v1, 2, v0",
                             f"global_store_b32 v1, {register}, s[4:5]", "s_endpgm"])
         code = ctypes.create_string_buffer(program + bytes(64), len(program) + 64)
-        out = (ctypes.c_uint32 * 32)(*([0xDEADBEEF] * 32))
+        threads = 64  # two waves: v0 = thread id, out[thread] = the register
+        out = (ctypes.c_uint32 * threads)(*([0xDEADBEEF] * threads))
         kernarg = ctypes.c_uint64(ctypes.addressof(out))
         try:
-            emu.run_asm(ctypes.addressof(code), len(program), 1, 1, 1, 32, 1, 1, ctypes.addressof(kernarg), rsrc2=0,
-                        arch="rdna4", user_data=[ctypes.addressof(kernarg) & 0xFFFFFFFF, ctypes.addressof(kernarg) >> 32])
+            emu.run_asm(ctypes.addressof(code), len(program), 1, 1, 1, threads, 1, 1, ctypes.addressof(kernarg), rsrc2=0,
+                        scratch_size=4, arch="rdna4",
+                        user_data=[ctypes.addressof(kernarg) & 0xFFFFFFFF, ctypes.addressof(kernarg) >> 32])
         except Exception as exc:
             gaps.append(f"{description}: raised {type(exc).__name__}: {str(exc)[:200]}")
             continue
-        wrong = [lane for lane in range(32) if out[lane] != expected(lane)]
+        wrong = [t for t in range(threads) if out[t] != expected(t)]
         if wrong:
-            gaps.append(f"{description}: lane {wrong[0]} holds {out[wrong[0]]:#x}, expected {expected(wrong[0]):#x} "
-                        f"({len(wrong)} of 32 lanes wrong)")
+            gaps.append(f"{description}: thread {wrong[0]} holds {out[wrong[0]]:#x}, expected {expected(wrong[0]):#x} "
+                        f"({len(wrong)} of {threads} threads wrong)")
     return gaps
 
 
@@ -236,6 +244,7 @@ def _hidden_values(grid, block):
 
 @dataclass
 class LaunchRecord:
+    producer: str
     entry: str
     grid: tuple
     block: tuple
@@ -288,7 +297,7 @@ class Emulation:
                          scratch_size=kernel.private_segment, arch="rdna4", user_data=user or [0])
         after = getattr(self.emu, "WAVE_INSTRUCTIONS", None)
         waves = grid[0] * grid[1] * grid[2] * -(-block[0] * block[1] * block[2] // 32)
-        self.launches.append(LaunchRecord(entry, tuple(grid), tuple(block), waves,
+        self.launches.append(LaunchRecord(self.objects[digest].producer, entry, tuple(grid), tuple(block), waves,
                                           None if before is None else after - before, time.time() - start))
 
 
@@ -327,6 +336,8 @@ def main() -> int:
     parser.add_argument("--config", help='its attention config as JSON, e.g. \'{"waves":4,"rows_per_wave":32,"block_n":32,"stages":2}\'')
     parser.add_argument("--lse", action="store_true", help="the extra case writes the LSE")
     parser.add_argument("--compiler", choices=["clang", "hiprtc"], help="SAGEJIT_COMPILER for the runtime")
+    parser.add_argument("--code-objects", help="run the code objects of this sagejit-precompile --emit-dir (e.g. hipRTC's, "
+                        "made where hipRTC loads) instead of those the runtime compiles here; same kernels, configs, specializations")
     parser.add_argument("--cache-dir", help="code-object cache (default: a fresh temporary directory)")
     parser.add_argument("--json", help="write the results to this file")
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
@@ -365,12 +376,14 @@ def main() -> int:
     shim.sj_gfx12_emulation_run.restype = ctypes.c_int
 
     rows, failures = [], 0
-    print(f"| case | shape | config | workspace | output vs CPU emulator | LSE | waves | instructions | seconds |")
-    print(f"|---|---|---|---|---|---|---|---|---|")
+    print("| case | shape | config | compiler | workspace | output vs CPU emulator | LSE | waves | instructions | seconds |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, spec in cases.items():
         emulation.launches.clear()
         start = time.time()
-        result = run_case(shim, emulation, {k: v for k, v in spec.items() if v is not None or k == "config"})
+        request = {k: v for k, v in spec.items() if v is not None or k == "config"}
+        if options.code_objects: request["code_objects"] = str(Path(options.code_objects).resolve())
+        result = run_case(shim, emulation, request)
         seconds = time.time() - start
         instructions = [l.instructions for l in emulation.launches]
         row = {"case": name, "spec": spec, "result": result, "seconds": round(seconds, 1),
@@ -378,7 +391,7 @@ def main() -> int:
         rows.append(row)
         if "error" in result:
             failures += 1
-            print(f"| {name} | {spec['shape']} | | error: {result['error']} | | | | | {seconds:.0f} |", flush=True)
+            print(f"| {name} | {spec['shape']} | | | error: {result['error']} | | | | | {seconds:.0f} |", flush=True)
             continue
         out = result["output"]
         match = "bit-exact" if out["bit_exact"] else f"max abs {_number(out['max_abs_vs_emulator'])} ({out['differing_storage_elements']} differ)"
@@ -395,8 +408,11 @@ def main() -> int:
         ok = result["workspace"]["bit_exact"] and judged
         failures += 0 if ok else 1
         total = "n/a" if None in instructions else f"{sum(instructions):,}"
-        print(f"| {name} | {spec['shape']} | {result['plan']['attention_config']} | {workspace} | {match} | {lse} | "
+        compilers = ", ".join(sorted({l.producer.split(" (")[0].replace(" version", "") for l in emulation.launches}))
+        print(f"| {name} | {spec['shape']} | {result['plan']['attention_config']} | {compilers} | {workspace} | {match} | {lse} | "
               f"{sum(l.waves for l in emulation.launches)} | {total} | {seconds:.0f} |", flush=True)
+    producers = sorted({launch["producer"] for row in rows for launch in row["launches"]})
+    print(f"code objects made by: {'; '.join(producers) or 'none launched'}")
     if options.json: Path(options.json).write_text(json.dumps(rows, indent=1))
     print(f"{len(cases) - failures}/{len(cases)} cases passed (code objects cached in {cache})")
     return 1 if failures else 0
