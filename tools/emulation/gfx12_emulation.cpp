@@ -260,6 +260,21 @@ nlohmann::json run_case(const nlohmann::json& spec, LaunchCallback launch, void*
     }
     result["lse"] = {{"bit_exact", differing == 0}, {"differing", differing}, {"max_abs_vs_emulator", max_diff}};
   }
+  // The check of the kernel: the CPU emulator's answer within the oracle's emulator thresholds (the
+  // fp64 verdict below judges the algorithm's quality, the emulator's as much as the kernel's).
+  std::vector<std::string> problems;
+  if (vs_emulator.non_finite > 0 && settings.nan_query_tokens.empty())
+    problems.push_back(fmt::format("{} non-finite outputs", vs_emulator.non_finite));
+  if (settings.nan_query_tokens.empty() && !(vs_emulator.cosine >= tools::min_cosine_vs_emulator &&
+                                             vs_emulator.relative_l1 <= tools::max_rel_l1_vs_emulator))
+    problems.push_back(fmt::format("differs from the CPU emulator: {} (need cos >= {}, rel-L1 <= {})",
+                                   vs_emulator.summary(), tools::min_cosine_vs_emulator, tools::max_rel_l1_vs_emulator));
+  if (settings.lse && !(result["lse"]["max_abs_vs_emulator"].get<double>() <= tools::max_lse_error))
+    problems.push_back(fmt::format("LSE differs from the CPU emulator's by {} (need <= {})",
+                                   result["lse"]["max_abs_vs_emulator"].get<double>(), tools::max_lse_error));
+  std::string failure;
+  for (const std::string& problem : problems) failure += (failure.empty() ? "" : "; ") + problem;
+  result["emulator_check"] = {{"passed", problems.empty()}, {"failure", failure}};
   const tools::OracleVerdict verdict =
       tools::judge_output({&trial.q(), &trial.k(), &trial.v(), settings.layout, options}, out, lse);
   result["oracle"] = {{"passed", verdict.passed}, {"failure", verdict.failure},
