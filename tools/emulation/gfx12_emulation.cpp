@@ -65,8 +65,14 @@ class EmulatedModule final : public LoadedModule {
 // synchronously: every stream is the same queue).
 class EmulatedDevice final : public Device {
  public:
-  EmulatedDevice(std::string target, LaunchCallback launch, void* user)
-      : target_(std::move(target)), launch_(launch), user_(user) {}
+  explicit EmulatedDevice(std::string target) : target_(std::move(target)) {}
+
+  // The callback of the case being run, and no replaced code objects yet.
+  void begin_case(LaunchCallback launch, void* user) {
+    launch_ = launch;
+    user_ = user;
+    replacements_.clear();
+  }
 
   Vendor vendor() const override { return Vendor::amd; }
   std::string runtime_version() const override { return "RDNA4 instruction emulator"; }
@@ -123,9 +129,18 @@ class EmulatedDevice final : public Device {
  private:
   std::string target_;
   std::map<std::string, std::shared_ptr<const std::vector<std::byte>>> replacements_;
-  LaunchCallback launch_;
-  void* user_;
+  LaunchCallback launch_ = nullptr;
+  void* user_ = nullptr;
 };
+
+// One device per target for the process: the JIT remembers loaded kernels and targets per device
+// address (jit/jit.hpp), so the device must outlive every case that loads through it.
+EmulatedDevice& emulated_device(const std::string& target) {
+  static std::map<std::string, std::unique_ptr<EmulatedDevice>> devices;
+  auto& device = devices[target];
+  if (!device) device = std::make_unique<EmulatedDevice>(target);
+  return *device;
+}
 
 // Output bits of the kernel vs the CPU emulator (same dims, dtype and layout, so same storage).
 nlohmann::json compare_output(const numerics::HostTensor& actual, const numerics::HostTensor& expected) {
@@ -171,7 +186,8 @@ std::shared_ptr<const std::vector<std::byte>> emitted_object(const std::string& 
 
 nlohmann::json run_case(const nlohmann::json& spec, LaunchCallback launch, void* user) {
   const std::string target = spec.value("target", "gfx1201");
-  EmulatedDevice device(target, launch, user);
+  EmulatedDevice& device = emulated_device(target);
+  device.begin_case(launch, user);
   CallDevice call_device{&device, device.info(0)};
 
   tools::TrialSettings settings;
