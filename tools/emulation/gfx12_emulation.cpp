@@ -15,7 +15,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -110,12 +114,30 @@ class EmulatedDevice final : public Device {
     if (status != 0) fail(ErrorCode::device_error, "emulated launch of {} failed: {}", f.entry, error);
   }
 
+  // Each buffer ends (to 256 bytes) at an inaccessible guard page, with another one before it: a
+  // kernel that reads or writes past the end of a buffer, which on a GPU may pass unnoticed, stops
+  // the emulated run with SIGSEGV instead of corrupting the process.
   void* allocate(int, std::size_t bytes) override {
-    void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-    if (p == nullptr) fail(ErrorCode::device_error, "emulated device: cannot allocate {} bytes", bytes);
-    return p;
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    const std::size_t rounded = std::max<std::size_t>(256, (bytes + 255) / 256 * 256);
+    const std::size_t data = (rounded + page - 1) / page * page;
+    void* base = mmap(nullptr, data + 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) fail(ErrorCode::device_error, "emulated device: cannot allocate {} bytes", bytes);
+    char* first = static_cast<char*>(base);
+    if (mprotect(first, page, PROT_NONE) != 0 || mprotect(first + page + data, page, PROT_NONE) != 0) {
+      munmap(base, data + 2 * page);
+      fail(ErrorCode::device_error, "emulated device: cannot set up guard pages");
+    }
+    void* pointer = first + page + data - rounded;
+    mappings_[pointer] = {base, data + 2 * page};
+    return pointer;
   }
-  void free(int, void* pointer) noexcept override { std::free(pointer); }
+  void free(int, void* pointer) noexcept override {
+    const auto it = mappings_.find(pointer);
+    if (it == mappings_.end()) return;
+    munmap(it->second.first, it->second.second);
+    mappings_.erase(it);
+  }
   void copy_to_device(int, void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_to_host(int, void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
   void memset(int, void* dst, int value, std::size_t bytes, Stream) override { std::memset(dst, value, bytes); }
@@ -129,6 +151,7 @@ class EmulatedDevice final : public Device {
  private:
   std::string target_;
   std::map<std::string, std::shared_ptr<const std::vector<std::byte>>> replacements_;
+  std::map<void*, std::pair<void*, std::size_t>> mappings_;  // buffer -> its mapping (guards included)
   LaunchCallback launch_ = nullptr;
   void* user_ = nullptr;
 };

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import faulthandler
 import hashlib
 import json
 import os
@@ -366,6 +367,7 @@ def main() -> int:
     if options.compiler: os.environ["SAGEJIT_COMPILER"] = options.compiler
     cache = options.cache_dir or tempfile.mkdtemp(prefix="sagejit-emulate-")
     os.environ["SAGEJIT_CACHE_DIR"] = cache
+    faulthandler.enable()  # a kernel access past a buffer hits a guard page (SIGSEGV): say where
     emu = load_emulator(options.emulator_src)
     gaps = emulator_gaps(emu)
     for gap in gaps: print(f"emulator gap: {gap}", file=sys.stderr)
