@@ -8,7 +8,8 @@
 // VGPR must hold if the index functions describe the hardware, from the same functions, and compares
 // exactly (the inputs are small integers / exactly representable fp8 values, so fp32 sums are exact).
 //
-// Buffers (row-major): k8 [16 keys][32 channels] and q8 [16 queries][32 channels] int8;
+// Buffers (row-major): k8 [32 keys][32 channels] (key block 0 spans keys 0-7 and 16-23 of its 32-key
+// group, sj_g12_key_slot) and q8 [16 queries][32 channels] int8;
 // v8 [32 keys][16 channels] and p8 [16 queries][32 keys] E4M3 codes; s_out / o_out [32 lanes][8].
 // Launch: one workgroup of 32 threads (one wave32).
 #include "arch/mma_gfx12.h"

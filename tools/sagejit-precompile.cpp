@@ -222,17 +222,10 @@ unsigned dynamic_shared_bytes(const KeyedJob& keyed) {
 
 constexpr const char* emit_manifest_name = "emitted.json";
 
-// "<kernel>.<config>.<specialization>.<arch>.co|.cubin" with the config id made file-name safe.
+// tools/common/compile_job.hpp's name for the raw code object.
 std::string emit_file_name(const Planned& planned) {
-  std::string config = config_id(planned.keyed.job.config);
-  std::replace(config.begin(), config.end(), ',', '_');
-  config.erase(std::remove(config.begin(), config.end(), '='), config.end());
-  if (config.empty()) config = "default";
-  std::string target = planned.keyed.rendered.target;
-  std::replace(target.begin(), target.end(), ':', '_');
-  const bool nvidia = is_nvidia_target(planned.arch);
-  return fmt::format("{}.{}.{}.{}{}", planned.keyed.job.kernel->name, config, specialization_tag(planned.keyed.job.spec),
-                     target, nvidia ? ".cubin" : ".co");
+  return tools::emit_file_name(planned.keyed.job.kernel->name, planned.keyed.job.config, planned.keyed.job.spec,
+                               planned.keyed.rendered.target);
 }
 
 // The emitted names are predictable: an unpredictable temp name (O_EXCL, O_NOFOLLOW) renamed into

@@ -41,6 +41,12 @@ AttentionTrial::AttentionTrial(const CallDevice& device, const AttentionShape& s
     else
       numerics::fill_normal(k, rng);
     numerics::fill_normal(v, rng);
+    for (const int token : settings.nan_query_tokens) {
+      if (token < 0 || token >= shape.seq_q)
+        fail(ErrorCode::invalid_argument, "nan_query_tokens: token {} is outside [0, {})", token, shape.seq_q);
+      for (int b = 0; b < shape.batch; ++b)
+        for (int h = 0; h < shape.heads_q; ++h) q.set(b, h, token, 0, std::nanf(""));
+    }
     for (auto [host, buffers] : {std::pair{&q, &q_}, std::pair{&k, &k_}, std::pair{&v, &v_}}) {
       buffers->emplace_back(*device.backend, ordinal, host->storage().size() * sizeof(std::uint16_t));
       buffers->back().upload(host->storage());

@@ -31,6 +31,7 @@ struct TrialSettings {
   InputKind inputs = InputKind::normal;
   int input_sets = 1;  // distinct device input sets to rotate through
   std::uint64_t seed = 1;
+  std::vector<int> nan_query_tokens;  // query tokens whose channel 0 is NaN in every batch and head
 };
 
 class AttentionTrial {

@@ -1,5 +1,6 @@
 #include "common/compile_job.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
@@ -33,6 +34,18 @@ std::string specialization_tag(const Specialization& spec) {
   for (char& c : tag)
     if (c == ' ' || c == '=') c = '-';
   return tag;
+}
+
+std::string emit_file_name(const std::string& kernel, const TileConfig& config, const Specialization& spec,
+                           const std::string& target) {
+  std::string id = config_id(config);
+  std::replace(id.begin(), id.end(), ',', '_');
+  id.erase(std::remove(id.begin(), id.end(), '='), id.end());
+  if (id.empty()) id = "default";
+  std::string file_target = target;
+  std::replace(file_target.begin(), file_target.end(), ':', '_');
+  return fmt::format("{}.{}.{}.{}{}", kernel, id, specialization_tag(spec), file_target,
+                     is_nvidia_target(target) ? ".cubin" : ".co");
 }
 
 }  // namespace sagejit::tools

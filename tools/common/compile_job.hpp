@@ -41,5 +41,9 @@ CacheLookup build_job(CodeCache& cache, const KeyedJob& job);
 std::string specialization_text(const Specialization& spec);
 // File-name form: "bf16-d128-causal-lse".
 std::string specialization_tag(const Specialization& spec);
+// The name sagejit-precompile --emit-dir gives a raw code object (and tools/scripts/gfx12_emulate.py
+// looks for): "<kernel>.<config>.<specialization>.<target>.co|.cubin", config and target file-name safe.
+std::string emit_file_name(const std::string& kernel, const TileConfig& config, const Specialization& spec,
+                           const std::string& target);
 
 }  // namespace sagejit::tools
