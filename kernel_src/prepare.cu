@@ -110,31 +110,25 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p) {
   }
 }
 
-// Block-wide maximum of magnitudes given as fp32 bit patterns (|x| bits: non-negative floats compare
-// as integers, and every NaN pattern is above +inf, so a NaN wins), through shared memory in two
-// levels and two barriers: SJ_THREADS / 32 partials of 32 entries each, then every thread reads the
-// SJ_THREADS / 32 partials (a tree took log2(threads) + 1 barriers and read 32 partials per thread).
-SJ_DEVICE float sj_block_amax(sj_u32 magnitude_bits, sj_u32* scratch) {
-  constexpr int partials = SJ_THREADS / 32;
+// Block-wide max|x| (NaN-propagating) through shared memory in two levels and two barriers (a tree
+// took log2(threads) + 1 barriers): 32 partial maxima of SJ_THREADS / 32 values each, then every
+// thread reads the 32. max is exact and NaN propagates in any order, so the order does not matter.
+SJ_DEVICE float sj_block_amax(float amax, float* scratch) {
+  constexpr int per_partial = SJ_THREADS / 32;
   const int tid = (int)sj_thread_x();
-  scratch[tid] = magnitude_bits;
+  scratch[tid] = amax;
   sj_barrier();
-  if (tid < partials) {
-    // Partial tid covers entries tid, tid + partials, ...: its threads read consecutive words (no
-    // bank conflicts); the maximum does not depend on the grouping.
-    sj_u32 partial = scratch[tid];
+  if (tid < 32) {
+    float partial = scratch[tid * per_partial];
 #pragma unroll
-    for (int i = 1; i < 32; ++i) {
-      const sj_u32 value = scratch[tid + partials * i];
-      partial = value > partial ? value : partial;
-    }
+    for (int i = 1; i < per_partial; ++i) partial = sj_amax_update(partial, scratch[tid * per_partial + i]);
     scratch[SJ_THREADS + tid] = partial;
   }
   sj_barrier();
-  sj_u32 result = scratch[SJ_THREADS];
+  float result = scratch[SJ_THREADS];
 #pragma unroll
-  for (int i = 1; i < partials; ++i) result = scratch[SJ_THREADS + i] > result ? scratch[SJ_THREADS + i] : result;
-  return sj_bit_cast<float>(result);  // scratch[0 .. SJ_THREADS) is free again (the partials follow it)
+  for (int i = 1; i < 32; ++i) result = sj_amax_update(result, scratch[SJ_THREADS + i]);
+  return result;  // scratch[0 .. SJ_THREADS) is free again; the partials stay until the next call's barrier
 }
 
 // 16 bytes moved as one vector access (8 bf16/fp16 inputs, 16 e4m3 or 8 fp16 outputs).
@@ -238,7 +232,7 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
       for (int i = 0; i < 8; ++i) x[k][i] = 0.0f;
     }
   }
-  const float amax = sj_block_amax(amax_bits, (sj_u32*)scratch);
+  const float amax = sj_block_amax(sj_bit_cast<float>(amax_bits), scratch);
   const float scale = sj_int8_scale(amax);
 
   const sj_i64 head_row0 = ((sj_i64)b * heads + head) * seq_pad;
