@@ -9,17 +9,16 @@
 #include "random_support.hpp"
 #include "skip_support.hpp"
 
-// A failed test case that drew random data says how to replay it (SAGEJIT_TEST_SEED).
-REGISTER_LISTENER("replay_seed", 1, sagejit::test::ReplaySeedListener);
-
 namespace {
 
 std::mutex skip_mutex;
 std::string running_case;           // the test case a skip belongs to
 std::vector<std::string> skipped;   // "<test case>: <reason>"
 
-struct SkipListener : doctest::IReporter {
-  explicit SkipListener(const doctest::ContextOptions&) {}
+// One listener for the whole suite: it names the running test case for SAGEJIT_SKIP, and a failed
+// test case that drew random data says how to replay it (SAGEJIT_TEST_SEED).
+struct SuiteListener : doctest::IReporter {
+  explicit SuiteListener(const doctest::ContextOptions&) {}
   void report_query(const doctest::QueryData&) override {}
   void test_run_start() override {}
   void test_run_end(const doctest::TestRunStats&) override {}
@@ -28,7 +27,11 @@ struct SkipListener : doctest::IReporter {
     running_case = data.m_name;
   }
   void test_case_reenter(const doctest::TestCaseData&) override {}
-  void test_case_end(const doctest::CurrentTestCaseStats&) override {}
+  void test_case_end(const doctest::CurrentTestCaseStats& stats) override {
+    const std::string hint = sagejit::test::replay_hint();
+    if (!stats.testCaseSuccess && !hint.empty())
+      std::fprintf(stderr, "random test failed: replay with %s and the same test binary and arguments\n", hint.c_str());
+  }
   void test_case_exception(const doctest::TestCaseException&) override {}
   void subcase_start(const doctest::SubcaseSignature&) override {}
   void subcase_end() override {}
@@ -39,7 +42,7 @@ struct SkipListener : doctest::IReporter {
 
 }  // namespace
 
-REGISTER_LISTENER("skips", 2, SkipListener);
+REGISTER_LISTENER("suite", 1, SuiteListener);
 
 void sagejit::test::record_skip(const std::string& reason) {
   MESSAGE("skipped: " << reason);

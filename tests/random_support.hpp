@@ -1,10 +1,10 @@
 #pragma once
 // The random source of the tests that draw sizes and data: one seed per test-binary run, fresh each
 // run unless SAGEJIT_TEST_SEED gives it (to replay a failure). The seed is logged when it is drawn,
-// and a failing test case repeats it with the command that replays it (the listener below).
+// and a failing test case repeats it with the command that replays it (the suite listener of
+// tests/doctest_main.cpp).
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -91,26 +91,5 @@ inline std::mt19937_64& thread_rng() {
   }();
   return generator;
 }
-
-// Prints the replay command after a failed test case (registered once per binary by doctest_main.cpp).
-struct ReplaySeedListener : doctest::IReporter {
-  explicit ReplaySeedListener(const doctest::ContextOptions&) {}
-  void report_query(const doctest::QueryData&) override {}
-  void test_run_start() override {}
-  void test_run_end(const doctest::TestRunStats&) override {}
-  void test_case_start(const doctest::TestCaseData&) override {}
-  void test_case_reenter(const doctest::TestCaseData&) override {}
-  void test_case_end(const doctest::CurrentTestCaseStats& stats) override {
-    const std::string hint = replay_hint();
-    if (!stats.testCaseSuccess && !hint.empty())
-      std::fprintf(stderr, "random test failed: replay with %s and the same test binary and arguments\n", hint.c_str());
-  }
-  void test_case_exception(const doctest::TestCaseException&) override {}
-  void subcase_start(const doctest::SubcaseSignature&) override {}
-  void subcase_end() override {}
-  void log_assert(const doctest::AssertData&) override {}
-  void log_message(const doctest::MessageData&) override {}
-  void test_case_skipped(const doctest::TestCaseData&) override {}
-};
 
 }  // namespace sagejit::test

@@ -225,20 +225,26 @@ TEST_CASE("one compiler policy: the vendor, --compiler, SAGEJIT_COMPILER, then w
   if (!hiprtc_loads || !clang_found) MESSAGE("hipRTC or clang missing: part of the automatic choice not checked");
 }
 
+namespace {
+
+// What sagejit-precompile does with the offline clang: the probe's entry keyed with that clang's
+// identity in `system`, and the manifest naming it. Returns the keying stand-in compiler.
+std::unique_ptr<Compiler> publish_prebuilt_probe(const fs::path& system, const TileConfig& config, const std::string& text) {
+  std::unique_ptr<Compiler> builder = prebuilt_compiler(CompilerKind::clang, "clang 99.9.9");
+  CodeCache publisher(test::settings_for(system));
+  const KernelBuild build = plan_build(jit_probe_kernel, config, {}, "gfx1201:xnack-", *builder);
+  publisher.get_or_compile(build.key, build.label, [&] { return fake_code_object(text); });
+  record_prebuilt_compiler(system, {"clang", "clang 99.9.9"});
+  return builder;
+}
+
+}  // namespace
+
 TEST_CASE("a run accepts the system cache's prebuilt code objects of another compiler (its manifest)") {
   test::TempDir root;
   const fs::path system = root / "system";
   const TileConfig config = random_probe_config();
-  // What sagejit-precompile does with the offline clang: entries keyed with that clang's identity,
-  // and the manifest naming it.
-  const std::unique_ptr<Compiler> builder = prebuilt_compiler(CompilerKind::clang, "clang 99.9.9");
-  {
-    CodeCache publisher(test::settings_for(system));
-    const KernelBuild build = plan_build(jit_probe_kernel, config, {}, "gfx1201:xnack-", *builder);
-    const std::string text = "prebuilt object of sagejit_probe_axpy";
-    publisher.get_or_compile(build.key, build.label, [&] { return fake_code_object(text); });
-    record_prebuilt_compiler(system, {"clang", "clang 99.9.9"});
-  }
+  const std::unique_ptr<Compiler> builder = publish_prebuilt_probe(system, config, "prebuilt object of sagejit_probe_axpy");
   CHECK(read_prebuilt_manifest(system) == std::vector<PrebuiltCompiler>{{"clang", "clang 99.9.9"}});
   CHECK_THROWS_AS(builder->compile(CompileRequest{"k", "", "gfx1201", {}}), Error);  // it only keys
 
@@ -268,13 +274,7 @@ TEST_CASE("with both a prebuilt object and one of the run's own compiler cached,
   test::TempDir root;
   const fs::path system = root / "system";
   const TileConfig config = random_probe_config();
-  const std::unique_ptr<Compiler> builder = prebuilt_compiler(CompilerKind::clang, "clang 99.9.9");
-  {
-    CodeCache publisher(test::settings_for(system));
-    const KernelBuild build = plan_build(jit_probe_kernel, config, {}, "gfx1201:xnack-", *builder);
-    publisher.get_or_compile(build.key, build.label, [&] { return fake_code_object("prebuilt by clang: sagejit_probe_axpy"); });
-    record_prebuilt_compiler(system, {"clang", "clang 99.9.9"});
-  }
+  publish_prebuilt_probe(system, config, "prebuilt by clang: sagejit_probe_axpy");
   CodeCacheSettings settings = test::settings_for(root / "user");
   settings.system_dir = system;
   FakeCompiler compiler;  // the run's own compiler, as hipRTC on a ROCm machine
