@@ -1,17 +1,24 @@
-// The Device over a driver-level API: the CUDA driver API or the HIP module API, whose calls match
-// one to one (driver_api.hpp); what differs is the DriverVendor (cuda_driver.cpp, hip_driver.cpp).
+// The one Device: over the CUDA driver API or the HIP module API, whose calls match one to one
+// (driver_api.hpp); the vendor's table (driver_vendors.cpp) says which library and symbols. What
+// the two do differently, beyond data, is in the "vendor differences" section below.
 // Every call that acts on one device makes it current for the call and restores the caller's
-// state afterwards, so a framework's (e.g. PyTorch's) current device or context is left as it was.
+// state afterwards, so a framework's (e.g. PyTorch's) current device or context is left as it was:
+// CUDA shares each device's *primary* context with the CUDA runtime (and so with PyTorch), so the
+// kernels we load and launch live in the same context as the caller's tensors and streams, which a
+// private context would not; HIP switches with hipSetDevice and switches back.
 #include <algorithm>
+#include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "device/driver_vendor.hpp"
+#include "device/driver_api.hpp"
 
 namespace sagejit {
 namespace {
@@ -33,35 +40,46 @@ class DriverModule final : public LoadedModule {
 };
 
 class DriverDevice final : public Device {
+  // What was current before a call switched to its device; restored when the call ends.
+  struct Previous {
+    CUcontext context = nullptr;  // CUDA: the caller's context
+    int ordinal = 0;              // HIP: the caller's device
+    bool restore = false;
+  };
+
  public:
-  DriverDevice(DynamicLibrary library, std::shared_ptr<DriverVendor> vendor)
-      : library_(std::move(library)), vendor_(std::move(vendor)), api_(vendor_->api()), names_(vendor_->names()) {
-    const auto& labels = vendor_->labels();
+  struct Binding {
+    const VendorTable* vendor;
+    Calls calls;
+  };
+
+  DriverDevice(DynamicLibrary library, const Binding& binding)
+      : library_(std::move(library)), vendor_(*binding.vendor), api_(binding.calls) {
     int version = 0;
     if (api_.driver_version(&version) == kSuccess)
-      version_ = vendor_->format_version(version);
+      version_ = format_version(version);
     else
-      version_ = fmt::format("{} (version unknown)", labels.api);
+      version_ = fmt::format("{} (version unknown)", vendor_.api);
     // A machine with the library but no usable GPU (no device, no kernel driver, driver mismatch;
     // e.g. Debian's libamdhip64 on a build machine) is "0 devices" with the reason, not a failure to
     // load: default_device() then moves on and reports why.
     const Result init = api_.init(0);
     if (init != kSuccess) {
-      init_error_ = fmt::format("{} failed: {}", names_.init, vendor_->error_name(init));
-      log::info("{} backend: {} ({}); treating as 0 devices", labels.name, init_error_, library_.path());
+      init_error_ = fmt::format("{} failed: {}", api_.init.name, error_name(init));
+      log::info("{} backend: {} ({}); treating as 0 devices", vendor_.name, init_error_, library_.path());
       return;
     }
     int count = 0;
     const Result counted = api_.device_count(&count);
     if (counted != kSuccess) {
-      init_error_ = fmt::format("{} failed: {}", names_.device_count, vendor_->error_name(counted));
-      log::info("{} backend: {}; treating as 0 devices", labels.name, init_error_);
+      init_error_ = fmt::format("{} failed: {}", api_.device_count.name, error_name(counted));
+      log::info("{} backend: {}; treating as 0 devices", vendor_.name, init_error_);
       return;
     }
     count_ = std::max(count, 0);
   }
 
-  Vendor vendor() const override { return vendor_->labels().vendor; }
+  Vendor vendor() const override { return vendor_.vendor; }
   std::string runtime_version() const override { return version_; }
   std::string library_path() const override { return library_.path(); }
   int device_count() const override { return count_; }
@@ -69,195 +87,336 @@ class DriverDevice final : public Device {
 
   DeviceInfo info(int ordinal) const override {
     check_ordinal(ordinal);
-    const int device = vendor_->device_handle(ordinal);
-    const auto& ids = vendor_->attributes();
+    const int device = device_handle(ordinal);
     DeviceInfo result;
     result.ordinal = ordinal;
     result.vendor = vendor();
     char name[256] = {};
-    check(api_.device_name(name, static_cast<int>(sizeof(name) - 1), device), names_.device_name);
+    call(api_.device_name, name, static_cast<int>(sizeof(name) - 1), device);
     result.name = name;
-    vendor_->read_target(result, device);
-    result.compute_units = attribute(ids.compute_units, device);
-    result.shared_memory_per_block = static_cast<std::size_t>(attribute(ids.shared_memory_per_block, device));
-    result.shared_memory_per_block_optin = ids.shared_memory_per_block_optin < 0
-                                               ? result.shared_memory_per_block
-                                               : static_cast<std::size_t>(attribute(ids.shared_memory_per_block_optin, device));
-    result.warp_size = attribute(ids.warp_size, device);
-    check(api_.device_total_memory(&result.total_memory, device), names_.device_total_memory);
+    read_target(result, device);
+    result.compute_units = attribute(vendor_.compute_units_attribute, device);
+    result.shared_memory_per_block = static_cast<std::size_t>(attribute(vendor_.shared_memory_per_block_attribute, device));
+    result.shared_memory_per_block_optin =
+        vendor_.shared_memory_per_block_optin_attribute < 0
+            ? result.shared_memory_per_block
+            : static_cast<std::size_t>(attribute(vendor_.shared_memory_per_block_optin_attribute, device));
+    result.warp_size = attribute(vendor_.warp_size_attribute, device);
+    call(api_.device_total_memory, &result.total_memory, device);
     return result;
   }
 
   int current_device() const override {
-    if (count_ == 0) fail(ErrorCode::runtime_not_found, "{}: no device ({})", vendor_->labels().name, describe_no_device());
-    return vendor_->current_device();
+    if (count_ == 0) fail(ErrorCode::runtime_not_found, "{}: no device ({})", vendor_.name, describe_no_device());
+    if (!cuda()) {
+      int ordinal = 0;
+      call(api_.hip_get_device, &ordinal);
+      return ordinal;
+    }
+    CUcontext context = nullptr;
+    call(api_.cu_context_get_current, &context);
+    if (context == nullptr) return 0;  // nothing current yet: CUDA's own default is device 0
+    int device = 0;
+    call(api_.cu_context_get_device, &device);
+    return device;
   }
 
   std::unique_ptr<LoadedModule> load_module(int ordinal, std::span<const std::byte> code_object) override {
     if (code_object.empty()) fail(ErrorCode::invalid_argument, "load_module: code_object is empty");
     const Scope scope(*this, ordinal);
     Module module = nullptr;
-    check(api_.module_load_data(&module, code_object.data()), names_.module_load_data);
+    call(api_.module_load_data, &module, code_object.data());
     return std::make_unique<DriverModule>(*this, ordinal, module);
   }
 
   void launch(int ordinal, void* function, const LaunchGeometry& geometry, Stream stream, void** args) override {
     if (function == nullptr) fail(ErrorCode::invalid_argument, "launch: function is null");
     const Scope scope(*this, ordinal);
-    vendor_->prepare_launch(function, geometry.dynamic_shared_bytes);
-    check(api_.launch_kernel(function, geometry.grid[0], geometry.grid[1], geometry.grid[2], geometry.block[0],
-                             geometry.block[1], geometry.block[2], geometry.dynamic_shared_bytes, stream, args, nullptr),
-          names_.launch_kernel);
+    // CUDA's static shared-memory limit is 48 KiB; beyond it the function must opt in (up to
+    // shared_memory_per_block_optin). LDS has no opt-in on AMD: the launch asks for what it needs.
+    if (cuda() && geometry.dynamic_shared_bytes > 48u * 1024u)
+      call(api_.cu_function_set_attribute, function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+           static_cast<int>(geometry.dynamic_shared_bytes));
+    call(api_.launch_kernel, function, geometry.grid[0], geometry.grid[1], geometry.grid[2], geometry.block[0],
+         geometry.block[1], geometry.block[2], geometry.dynamic_shared_bytes, stream, args, nullptr);
   }
 
   void* allocate(int ordinal, std::size_t bytes) override {
     if (bytes == 0) fail(ErrorCode::invalid_argument, "allocate: bytes must be > 0");
     const Scope scope(*this, ordinal);
     DevicePointer pointer = nullptr;
-    check(api_.mem_alloc(&pointer, bytes), names_.mem_alloc);
+    call(api_.mem_alloc, &pointer, bytes);
     return pointer;
   }
 
   void free(int ordinal, void* pointer) noexcept override {
     if (pointer == nullptr) return;
-    release_quietly(ordinal, "free", names_.mem_free, [&] { return api_.mem_free(pointer); });
+    release_quietly(ordinal, "free", api_.mem_free, pointer);
   }
 
   void copy_to_device(int ordinal, void* dst, const void* src, std::size_t bytes) override {
     const Scope scope(*this, ordinal);
-    vendor_->copy_to_device(dst, src, bytes);
+    if (cuda())
+      call(api_.cu_memcpy_htod, reinterpret_cast<CUdeviceptr>(dst), src, bytes);
+    else
+      call(api_.hip_memcpy, dst, src, bytes, hipMemcpyHostToDevice);
   }
 
   void copy_to_host(int ordinal, void* dst, const void* src, std::size_t bytes) override {
     const Scope scope(*this, ordinal);
-    vendor_->copy_to_host(dst, src, bytes);
+    if (cuda())
+      call(api_.cu_memcpy_dtoh, dst, reinterpret_cast<CUdeviceptr>(src), bytes);
+    else
+      call(api_.hip_memcpy, dst, src, bytes, hipMemcpyDeviceToHost);
   }
 
   void memset(int ordinal, void* dst, int value, std::size_t bytes, Stream stream) override {
     const Scope scope(*this, ordinal);
-    vendor_->memset(dst, value, bytes, stream);
+    if (cuda())
+      call(api_.cu_memset_d8_async, reinterpret_cast<CUdeviceptr>(dst), static_cast<unsigned char>(value), bytes, stream);
+    else
+      call(api_.hip_memset_async, dst, value, bytes, stream);
   }
 
   void synchronize(int ordinal, Stream stream) override {
     const Scope scope(*this, ordinal);
-    check(api_.stream_synchronize(stream), names_.stream_synchronize);
+    call(api_.stream_synchronize, stream);
   }
 
   bool stream_is_capturing(int ordinal, Stream stream) override {
     const Scope scope(*this, ordinal);
     int status = 0;
-    check(api_.stream_is_capturing(stream, &status), names_.stream_is_capturing);
+    call(api_.stream_is_capturing, stream, &status);
     return status != 0;  // active, or invalidated: still inside a capture sequence either way
   }
 
   void* create_event(int ordinal) override {
     const Scope scope(*this, ordinal);
-    return vendor_->create_event();
+    Event event = nullptr;
+    if (cuda())
+      call(api_.cu_event_create, &event, CU_EVENT_DEFAULT);
+    else
+      call(api_.hip_event_create, &event);
+    return event;
   }
 
   void destroy_event(int ordinal, void* event) noexcept override {
     if (event == nullptr) return;
-    release_quietly(ordinal, "destroy_event", names_.event_destroy, [&] { return api_.event_destroy(event); });
+    release_quietly(ordinal, "destroy_event", api_.event_destroy, event);
   }
 
   void record_event(int ordinal, void* event, Stream stream) override {
     const Scope scope(*this, ordinal);
-    check(api_.event_record(event, stream), names_.event_record);
+    call(api_.event_record, event, stream);
   }
 
   float elapsed_ms(int ordinal, void* start, void* stop) override {
     const Scope scope(*this, ordinal);
-    check(api_.event_synchronize(stop), names_.event_synchronize);
+    call(api_.event_synchronize, stop);
     float milliseconds = 0.0f;
-    check(api_.event_elapsed_time(&milliseconds, start, stop), names_.event_elapsed_time);
+    call(api_.event_elapsed_time, &milliseconds, start, stop);
     return milliseconds;
   }
 
-  const DriverVendor& driver() const noexcept { return *vendor_; }
+  const VendorTable& table() const noexcept { return vendor_; }
+  const Calls& api() const noexcept { return api_; }
+
+  // Calls `symbol`; throws Error(device_error) "<api> call <symbol> failed: <error_name>" unless it succeeds.
+  template <typename Signature, typename... Args>
+  void call(const Symbol<Signature>& symbol, Args... args) const {
+    const Result result = symbol(args...);
+    if (result != kSuccess) fail(ErrorCode::device_error, "{} call {} failed: {}", vendor_.api, symbol.name, error_name(result));
+  }
 
   // Validates the ordinal and makes its device current on this thread for one call.
   class Scope {
    public:
-    Scope(const DriverDevice& device, int ordinal) : vendor_(*device.vendor_) {
+    Scope(const DriverDevice& device, int ordinal) : device_(device) {
       device.check_ordinal(ordinal);
-      previous_ = vendor_.make_current(ordinal);
+      previous_ = device.make_current(ordinal);
     }
-    ~Scope() { vendor_.restore(previous_); }
+    ~Scope() { device_.restore(previous_); }
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
 
    private:
-    const DriverVendor& vendor_;
-    DriverVendor::Previous previous_;
+    const DriverDevice& device_;
+    Previous previous_;
   };
 
+  // ---- vendor differences ----
+
+  // "CUDA_ERROR_INVALID_VALUE (invalid argument)"; the number when the library cannot name it.
+  std::string error_name(Result result) const {
+    const char* name = nullptr;
+    const char* text = nullptr;
+    if (cuda()) {
+      if (api_.cu_error_name(result, &name) != kSuccess) name = nullptr;
+      if (name != nullptr && api_.cu_error_string(result, &text) != kSuccess) text = nullptr;
+    } else {
+      name = api_.hip_error_name(result);
+      text = api_.hip_error_string(result);
+    }
+    if (name == nullptr) return fmt::format("{} {}", vendor_.result_type, result);
+    if (text == nullptr) return name;
+    return fmt::format("{} ({})", name, text);
+  }
+
  private:
-  void check(Result result, const char* call) const { vendor_->check(result, call); }
+  bool cuda() const noexcept { return vendor_.vendor == Vendor::nvidia; }
+
+  // "CUDA driver 13.0" / "HIP 6.4.1" from what driver_version answered.
+  std::string format_version(int version) const {
+    if (cuda()) return fmt::format("CUDA driver {}.{}", version / 1000, (version % 1000) / 10);
+    // HIP_VERSION = major * 10'000'000 + minor * 100'000 + patch
+    return fmt::format("HIP {}.{}.{}", version / 10000000, (version / 100000) % 100, version % 100000);
+  }
+
+  // The handle device queries take for a (validated) ordinal; HIP's take the ordinal itself.
+  int device_handle(int ordinal) const {
+    if (!cuda()) return ordinal;
+    int device = 0;
+    call(api_.cu_device_get, &device, ordinal);
+    return device;
+  }
+
+  // DeviceInfo.target (arch) and .full_target (as reported, feature suffixes kept).
+  void read_target(DeviceInfo& info, int device) const {
+    if (cuda()) {
+      const int major = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+      const int minor = attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+      info.target = fmt::format("sm_{}{}", major, minor);
+      info.full_target = info.target;
+      return;
+    }
+    info.full_target = hip_arch_name(device);
+    info.target = std::string(target_arch(info.full_target));
+  }
+
+  // gcnArchName with its feature suffixes, read from whichever hipDeviceProp_t layout we called.
+  std::string hip_arch_name(int ordinal) const {
+    const bool r0600 = api_.hip_device_properties.newer_bound;
+    std::vector<unsigned char> buffer(kDevicePropBufferBytes, 0);
+    const Result result = api_.hip_device_properties(buffer.data(), ordinal);
+    if (result != kSuccess)
+      fail(ErrorCode::device_error, "{} call {} failed: {}", vendor_.api,
+           r0600 ? api_.hip_device_properties.newer : api_.hip_device_properties.name, error_name(result));
+    const char* text = reinterpret_cast<const char*>(buffer.data() + (r0600 ? kArchNameOffsetR0600 : kArchNameOffsetR0000));
+    const std::string arch(text, ::strnlen(text, kArchNameLength));
+    if (!is_amd_target(arch))
+      fail(ErrorCode::device_error,
+           "HIP device {}: gcnArchName '{}' is not a gfx target ({} layout, {}); this HIP runtime's "
+           "hipDeviceProp_t layout is not one sagejit knows",
+           ordinal, arch, r0600 ? "R0600" : "ROCm 5", version_);
+    return arch;
+  }
+
+  // CUDA: a different context that the caller had current is restored afterwards; when none was
+  // current, the primary context stays current, which is exactly what the CUDA runtime would have done.
+  Previous make_current(int ordinal) const {
+    Previous previous;
+    if (!cuda()) {
+      call(api_.hip_get_device, &previous.ordinal);
+      if (previous.ordinal != ordinal) {
+        call(api_.hip_set_device, ordinal);
+        previous.restore = true;
+      }
+      return previous;
+    }
+    const CUcontext wanted = primary_context(ordinal);
+    call(api_.cu_context_get_current, &previous.context);
+    if (previous.context != wanted) {
+      call(api_.cu_context_set_current, wanted);
+      previous.restore = previous.context != nullptr;
+    }
+    return previous;
+  }
+
+  void restore(const Previous& previous) const noexcept {
+    if (!previous.restore) return;
+    const Result result =
+        cuda() ? api_.cu_context_set_current(previous.context) : api_.hip_set_device(previous.ordinal);
+    if (result != kSuccess) log::warn("restoring the caller's {} failed: {}", vendor_.current, error_name(result));
+  }
+
+  // Retained once per device for the life of the process (never released: PyTorch and others keep
+  // using it, and releasing at exit races the driver's own teardown).
+  CUcontext primary_context(int ordinal) const {
+    const int device = device_handle(ordinal);
+    std::lock_guard lock(context_mutex_);
+    if (contexts_.size() <= static_cast<std::size_t>(ordinal)) contexts_.resize(static_cast<std::size_t>(ordinal) + 1);
+    CUcontext& context = contexts_[static_cast<std::size_t>(ordinal)];
+    if (context == nullptr) call(api_.cu_primary_context_retain, &context, device);
+    return context;
+  }
+
+  // ---- the same for both ----
 
   // free and destroy_event are noexcept (destructors call them): a failure is logged, not thrown.
-  template <typename Release>
-  void release_quietly(int ordinal, const char* what, const char* call, Release release) noexcept {
+  template <typename Signature>
+  void release_quietly(int ordinal, const char* what, const Symbol<Signature>& release, void* handle) noexcept {
     try {
       const Scope scope(*this, ordinal);
-      const Result result = release();
-      if (result != kSuccess) log::warn("{} failed: {}", call, vendor_->error_name(result));
+      const Result result = release(handle);
+      if (result != kSuccess) log::warn("{} failed: {}", release.name, error_name(result));
     } catch (const std::exception& error) {
-      log::warn("{} on {} device {}: {}", what, vendor_->labels().name, ordinal, error.what());
+      log::warn("{} on {} device {}: {}", what, vendor_.name, ordinal, error.what());
     }
   }
 
   std::string describe_no_device() const {
-    return init_error_.empty() ? fmt::format("{} ({}) reports 0 devices", vendor_->labels().runtime_noun, library_.path())
+    return init_error_.empty() ? fmt::format("{} ({}) reports 0 devices", vendor_.runtime_noun, library_.path())
                                : init_error_;
   }
 
   void check_ordinal(int ordinal) const {
     if (ordinal < 0 || ordinal >= count_)
-      fail(ErrorCode::invalid_argument, "{} device ordinal {} is out of range: {} device(s) present{}",
-           vendor_->labels().name, ordinal, count_, count_ == 0 ? fmt::format(" ({})", describe_no_device()) : std::string());
+      fail(ErrorCode::invalid_argument, "{} device ordinal {} is out of range: {} device(s) present{}", vendor_.name,
+           ordinal, count_, count_ == 0 ? fmt::format(" ({})", describe_no_device()) : std::string());
   }
 
   int attribute(int which, int device) const {
     int value = 0;
-    check(api_.device_attribute(&value, which, device), names_.device_attribute);
+    call(api_.device_attribute, &value, which, device);
     return value;
   }
 
   DynamicLibrary library_;
-  std::shared_ptr<DriverVendor> vendor_;
-  const Functions& api_;
-  const Names& names_;
+  const VendorTable& vendor_;
+  Calls api_;
   std::string version_;
   std::string init_error_;
   int count_ = 0;
+  mutable std::mutex context_mutex_;
+  mutable std::vector<CUcontext> contexts_;  // CUDA: each device's primary context, once retained
 };
 
 DriverModule::~DriverModule() {
-  const DriverVendor& driver = device_.driver();
   try {
     const DriverDevice::Scope scope(device_, ordinal_);
-    const Result result = driver.api().module_unload(module_);
-    if (result != kSuccess) log::debug("{} failed: {}", driver.names().module_unload, driver.error_name(result));
+    const Result result = device_.api().module_unload(module_);
+    if (result != kSuccess) log::debug("{} failed: {}", device_.api().module_unload.name, device_.error_name(result));
   } catch (const std::exception& error) {
-    log::debug("unloading a {} module: {}", driver.labels().name, error.what());
+    log::debug("unloading a {} module: {}", device_.table().name, error.what());
   }
 }
 
 void* DriverModule::function(const std::string& name) {
-  const DriverVendor& driver = device_.driver();
   const DriverDevice::Scope scope(device_, ordinal_);
   Function function = nullptr;
-  const Result result = driver.api().module_get_function(&function, module_, name.c_str());
+  const Result result = device_.api().module_get_function(&function, module_, name.c_str());
   if (result != kSuccess)
-    fail(ErrorCode::device_error, "{} call {}(\"{}\") failed: {}", driver.labels().api,
-         driver.names().module_get_function, name, driver.error_name(result));
+    fail(ErrorCode::device_error, "{} call {}(\"{}\") failed: {}", device_.table().api,
+         device_.api().module_get_function.name, name, device_.error_name(result));
   return function;
 }
 
 }  // namespace
 
-LoadedLibrary<Device> load_driver_device(const DriverLibrary& library) {
-  auto loaded = load_library<DriverDevice>(library.open(), library.make_vendor);
+LoadedLibrary<Device> load_driver_device(const VendorTable& vendor) {
+  auto loaded = load_library<DriverDevice>(vendor.open(), [&vendor](const DynamicLibrary& library) {
+    return DriverDevice::Binding{&vendor, bind_symbols(library, vendor.symbols)};
+  });
   return {std::move(loaded.loaded), std::move(loaded.error)};
 }
 

@@ -1,8 +1,10 @@
 #pragma once
 // Loading a GPU runtime or compiler library once per process (CUDA driver, HIP, NVRTC, hipRTC): take
 // the opened library (the CUDA driver from its sonames, the others from platform/runtime_discovery),
-// resolve its entry points, build the object that wraps them. A failure is kept with its complete
-// reason so every later call reports the same thing.
+// resolve its entry points into a table of symbols, build the object that wraps them. A failure is
+// kept with its complete reason so every later call reports the same thing.
+#include <array>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +18,50 @@
 #include "platform/dynlib.hpp"
 
 namespace sagejit {
+
+// One entry point of a symbol table: the symbol's name (what errors name), optionally a newer
+// symbol of the same signature that is used instead when the library exports it, and the address.
+// A slot without a name is a call this library does not have; it stays null.
+struct SymbolSlot {
+  const char* name = nullptr;
+  const char* newer = nullptr;
+  void* address = nullptr;
+  bool newer_bound = false;  // the address is `newer`'s
+};
+
+template <typename Signature>
+struct Symbol : SymbolSlot {
+  constexpr Symbol(const char* symbol = nullptr, const char* newer_symbol = nullptr) : SymbolSlot{symbol, newer_symbol} {}
+  template <typename... Args>
+  decltype(auto) operator()(Args&&... args) const {
+    return reinterpret_cast<Signature*>(address)(std::forward<Args>(args)...);
+  }
+};
+
+// A symbol table is a struct of Symbol members whose slots() lists each of them; this holds when it
+// lists every member exactly once (the table's static_assert).
+template <typename Table>
+consteval bool slots_list_every_member() {
+  Table table;
+  const auto slots = table.slots();
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    for (std::size_t j = i + 1; j < slots.size(); ++j)
+      if (slots[i] == slots[j]) return false;
+  return sizeof(Table) == slots.size() * sizeof(SymbolSlot);
+}
+
+// `table` (names filled in) with the address of every named slot, in slots() order; throws
+// Error(runtime_not_found) naming the library and the first symbol it lacks.
+template <typename Table>
+Table bind_symbols(const DynamicLibrary& library, Table table) {
+  for (SymbolSlot* slot : table.slots()) {
+    if (slot->name == nullptr) continue;
+    if (slot->newer != nullptr) slot->address = library.optional_symbol(slot->newer);
+    slot->newer_bound = slot->address != nullptr;
+    if (slot->address == nullptr) slot->address = library.symbol(slot->name);
+  }
+  return table;
+}
 
 template <typename Loaded>
 struct LoadedLibrary {
