@@ -51,8 +51,7 @@ class RtcCompiler final : public Compiler {
     if (version_.major < vendor_.serial_below_major) serial = std::unique_lock(compile_mutex_);
 
     Program program = nullptr;
-    check(api_.create_program(&program, request.source.c_str(), file_name.c_str(), 0, nullptr, nullptr),
-          "CreateProgram");
+    check(api_.create_program, api_.create_program(&program, request.source.c_str(), file_name.c_str(), 0, nullptr, nullptr));
     const std::unique_ptr<Program, ProgramDeleter> guard(&program, ProgramDeleter{&api_});
 
     std::vector<const char*> options;
@@ -64,16 +63,15 @@ class RtcCompiler final : public Compiler {
       if (!vendor_.log_alias.empty()) log_names.push_back(vendor_.log_alias);
       throw_compile_error(identity_, request.name, request.target, log_names, request.source, result.log);
     }
-    check(compiled, "CompileProgram");
+    check(api_.compile_program, compiled);
 
-    const std::string get_code = fmt::format("Get{}", vendor_.code_getter);
     std::size_t size = 0;
-    check(api_.get_code_size(program, &size), get_code + "Size");
+    check(api_.get_code_size, api_.get_code_size(program, &size));
     if (size == 0)
       fail(ErrorCode::compile_error, "{} produced an empty {} for kernel '{}' ({}); log:\n{}", identity_,
            vendor_.code_noun, request.name, request.target, result.log);
     result.code.resize(size);
-    check(api_.get_code(program, reinterpret_cast<char*>(result.code.data())), get_code);
+    check(api_.get_code, api_.get_code(program, reinterpret_cast<char*>(result.code.data())));
     return result;
   }
 
@@ -112,10 +110,8 @@ class RtcCompiler final : public Compiler {
 
  private:
 
-  // `call` without the vendor prefix: "CompileProgram" -> "hiprtcCompileProgram" in the message.
-  void check(Result result, std::string_view call) const {
-    if (result != kSuccess) check_rtc_call(vendor_, api_, result, fmt::format("{}{}", vendor_.prefix, call));
-  }
+  // `result` of calling `call`: the message names its symbol ("hiprtcCompileProgram").
+  void check(const SymbolSlot& call, Result result) const { check_rtc_call(vendor_, api_, result, call.name); }
 
   std::string program_log(Program program) const {
     std::size_t size = 0;
@@ -134,37 +130,19 @@ class RtcCompiler final : public Compiler {
   mutable std::mutex compile_mutex_;
 };
 
-template <typename Function>
-void resolve(const DynamicLibrary& library, Function*& target, std::string_view prefix, std::string_view call) {
-  library.resolve(target, fmt::format("{}{}", prefix, call).c_str());
-}
-
-Functions resolve_functions(const DynamicLibrary& library, const RtcVendor& vendor) {
-  const std::string get_code = fmt::format("Get{}", vendor.code_getter);
-  Functions api;
-  resolve(library, api.get_error_string, vendor.prefix, "GetErrorString");
-  resolve(library, api.create_program, vendor.prefix, "CreateProgram");
-  resolve(library, api.destroy_program, vendor.prefix, "DestroyProgram");
-  resolve(library, api.compile_program, vendor.prefix, "CompileProgram");
-  resolve(library, api.get_program_log_size, vendor.prefix, "GetProgramLogSize");
-  resolve(library, api.get_program_log, vendor.prefix, "GetProgramLog");
-  resolve(library, api.get_code_size, vendor.prefix, get_code + "Size");
-  resolve(library, api.get_code, vendor.prefix, get_code);
-  return api;
-}
-
 }  // namespace
 
 void check_rtc_call(const RtcVendor& vendor, const Functions& api, Result result, std::string_view call) {
   if (result == kSuccess) return;
   fail(ErrorCode::compile_error, "{} call {} failed: {}", vendor.display, call,
-       api.get_error_string != nullptr ? api.get_error_string(result) : fmt::format("{}Result {}", vendor.prefix, result));
+       api.get_error_string.address != nullptr ? api.get_error_string(result)
+                                               : fmt::format("{} {}", vendor.result_type, result));
 }
 
 LoadedLibrary<Compiler> load_rtc_compiler(const RtcVendor& vendor) {
   auto loaded = load_library<RtcCompiler>(
       open_runtime_library(vendor.library),
-      [&vendor](const DynamicLibrary& library) { return RtcCompiler::Binding{&vendor, resolve_functions(library, vendor)}; });
+      [&vendor](const DynamicLibrary& library) { return RtcCompiler::Binding{&vendor, bind_symbols(library, vendor.symbols)}; });
   return {std::move(loaded.loaded), std::move(loaded.error)};
 }
 

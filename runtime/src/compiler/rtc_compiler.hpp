@@ -36,8 +36,8 @@ struct RtcVendor {
   Vendor target_vendor;          // which targets it accepts
   std::string_view name;         // "nvrtc": the identity's first word, the target check's label
   std::string_view display;      // "NVRTC": in "NVRTC call nvrtcCompileProgram failed"
-  std::string_view prefix;       // "nvrtc": every symbol is prefix + call ("nvrtcCreateProgram")
-  std::string_view code_getter;  // "CUBIN": the code is fetched by <prefix>Get<code_getter>[Size]
+  std::string_view result_type;  // "nvrtcResult": an error the library cannot name is "nvrtcResult 7"
+  rtc_api::Functions symbols;    // names only ("nvrtcCreateProgram"); bind_symbols fills in the addresses
   std::string_view code_noun;    // "cubin": what an empty result is called in the error
   std::string_view source_extension;  // ".cu": the file name the compiler (and its log) sees
   std::string_view log_alias;    // another name the log may use for the source (comgr's), or empty

@@ -18,11 +18,9 @@ namespace {
 
 const RtcVendor& nvrtc_vendor();
 
-RtcVersion nvrtc_version(const DynamicLibrary& library, const rtc_api::Functions& api) {
-  rtc_api::Result (*version)(int* major, int* minor) = nullptr;
-  library.resolve(version, "nvrtcVersion");
+RtcVersion nvrtc_version(const DynamicLibrary&, const rtc_api::Functions& api) {
   RtcVersion result;
-  check_rtc_call(nvrtc_vendor(), api, version(&result.major, &result.minor), "nvrtcVersion");
+  check_rtc_call(nvrtc_vendor(), api, api.version(&result.major, &result.minor), api.version.name);
   result.text = fmt::format("{}.{}", result.major, result.minor);
   return result;
 }
@@ -37,7 +35,12 @@ std::vector<std::string> nvrtc_base_options(const std::string& target) {
 const RtcVendor& nvrtc_vendor() {
   static const RtcVendor vendor{
       .kind = CompilerKind::nvrtc, .target_vendor = Vendor::nvidia, .name = "nvrtc", .display = "NVRTC",
-      .prefix = "nvrtc", .code_getter = "CUBIN", .code_noun = "cubin", .source_extension = ".cu", .log_alias = "",
+      .result_type = "nvrtcResult",
+      .symbols = {.get_error_string = {"nvrtcGetErrorString"}, .create_program = {"nvrtcCreateProgram"},
+                  .destroy_program = {"nvrtcDestroyProgram"}, .compile_program = {"nvrtcCompileProgram"},
+                  .get_program_log_size = {"nvrtcGetProgramLogSize"}, .get_program_log = {"nvrtcGetProgramLog"},
+                  .get_code_size = {"nvrtcGetCUBINSize"}, .get_code = {"nvrtcGetCUBIN"}, .version = {"nvrtcVersion"}},
+      .code_noun = "cubin", .source_extension = ".cu", .log_alias = "",
       .library = RuntimeLibrary::nvrtc, .read_version = nvrtc_version, .base_options = nvrtc_base_options, .option_env_vars = {},
       .family_floor = std::nullopt, .serial_below_major = 0};
   return vendor;
@@ -136,7 +139,12 @@ const RtcVendor& hiprtc_vendor() {
   // process (heap corruption) instead of failing.
   static const RtcVendor vendor{
       .kind = CompilerKind::hiprtc, .target_vendor = Vendor::amd, .name = "hiprtc", .display = "hipRTC",
-      .prefix = "hiprtc", .code_getter = "Code", .code_noun = "code object", .source_extension = ".hip",
+      .result_type = "hiprtcResult",
+      .symbols = {.get_error_string = {"hiprtcGetErrorString"}, .create_program = {"hiprtcCreateProgram"},
+                  .destroy_program = {"hiprtcDestroyProgram"}, .compile_program = {"hiprtcCompileProgram"},
+                  .get_program_log_size = {"hiprtcGetProgramLogSize"}, .get_program_log = {"hiprtcGetProgramLog"},
+                  .get_code_size = {"hiprtcGetCodeSize"}, .get_code = {"hiprtcGetCode"}},
+      .code_noun = "code object", .source_extension = ".hip",
       .log_alias = "CompileSource", .library = RuntimeLibrary::hiprtc, .read_version = hiprtc_version,
       .base_options = hiprtc_base_options,
       .option_env_vars = {"HIPRTC_COMPILE_OPTIONS_APPEND"}, .family_floor = RtcFamilyFloor{"gfx12", 6, 4, "ROCm"},
