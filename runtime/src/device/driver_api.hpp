@@ -43,23 +43,14 @@ using CUcontext = void*;
 
 inline constexpr Result kSuccess = 0;  // CUDA_SUCCESS / hipSuccess
 
-// CUdevice_attribute values used here.
-inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8;
-inline constexpr int CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10;
-inline constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
-inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+// The CUDA and HIP values the calls below take (the device attributes DeviceInfo reports are in each
+// vendor's table, driver_vendors.cpp).
+inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;  // CUdevice_attribute
 inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
-inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 // CUfunction_attribute: dynamic shared memory above 48 KiB must be opted into per function.
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0;
-
-// hipDeviceAttribute_t values used here (identical in ROCm 5.2 and ROCm >= 6).
-inline constexpr int hipDeviceAttributeMultiprocessorCount = 63;
-inline constexpr int hipDeviceAttributeMaxSharedMemoryPerBlock = 74;
-inline constexpr int hipDeviceAttributeWarpSize = 87;
-// hipMemcpyKind
-inline constexpr int hipMemcpyHostToDevice = 1;
+inline constexpr int hipMemcpyHostToDevice = 1;  // hipMemcpyKind
 inline constexpr int hipMemcpyDeviceToHost = 2;
 // gcnArchName inside the two hipDeviceProp_t layouts (see the note above).
 inline constexpr std::size_t kArchNameOffsetR0600 = 1160;
@@ -139,6 +130,7 @@ struct VendorTable {
   std::string_view runtime_noun;  // "the CUDA driver": "<noun> (<path>) reports 0 devices"
   std::string_view result_type;   // "CUresult": an error the library cannot name is "CUresult 999"
   std::string_view current;       // "CUDA context": "restoring the caller's CUDA context failed"
+  // CUdevice_attribute / hipDeviceAttribute_t values of what DeviceInfo reports.
   int compute_units_attribute;
   int shared_memory_per_block_attribute;
   int shared_memory_per_block_optin_attribute;  // < 0: no opt-in (AMD), the plain limit is reported

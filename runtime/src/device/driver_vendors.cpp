@@ -10,30 +10,56 @@ namespace {
 
 using namespace driver_api;
 
+// Each call's symbol in the CUDA driver and in the HIP runtime, side by side (nullptr: that vendor has
+// no such call); `{listed, newer}`: the newer symbol is used when the library exports it.
+Calls symbols_of(Vendor vendor) {
+  const auto in = [vendor](const char* cuda, const char* hip) { return vendor == Vendor::nvidia ? cuda : hip; };
+  const auto cuda = [&in](const char* symbol) { return in(symbol, nullptr); };
+  const auto hip = [&in](const char* symbol) { return in(nullptr, symbol); };
+  return {
+      .init = in("cuInit", "hipInit"),
+      .driver_version = in("cuDriverGetVersion", "hipRuntimeGetVersion"),
+      .device_count = in("cuDeviceGetCount", "hipGetDeviceCount"),
+      .device_name = in("cuDeviceGetName", "hipDeviceGetName"),
+      .device_attribute = in("cuDeviceGetAttribute", "hipDeviceGetAttribute"),
+      .device_total_memory = in("cuDeviceTotalMem_v2", "hipDeviceTotalMem"),
+      .module_load_data = in("cuModuleLoadData", "hipModuleLoadData"),
+      .module_unload = in("cuModuleUnload", "hipModuleUnload"),
+      .module_get_function = in("cuModuleGetFunction", "hipModuleGetFunction"),
+      .launch_kernel = in("cuLaunchKernel", "hipModuleLaunchKernel"),
+      .mem_alloc = in("cuMemAlloc_v2", "hipMalloc"),
+      .mem_free = in("cuMemFree_v2", "hipFree"),
+      .stream_synchronize = in("cuStreamSynchronize", "hipStreamSynchronize"),
+      .stream_is_capturing = in("cuStreamIsCapturing", "hipStreamIsCapturing"),
+      .event_destroy = in("cuEventDestroy_v2", "hipEventDestroy"),
+      .event_record = in("cuEventRecord", "hipEventRecord"),
+      .event_synchronize = in("cuEventSynchronize", "hipEventSynchronize"),
+      // cuEventElapsedTime_v2: CUDA >= 12.8; errors name the call as listed.
+      .event_elapsed_time = {in("cuEventElapsedTime", "hipEventElapsedTime"), cuda("cuEventElapsedTime_v2")},
+      // CUDA only: error names, primary contexts, the shared-memory opt-in, copies, memset, events.
+      .cu_error_name = cuda("cuGetErrorName"), .cu_error_string = cuda("cuGetErrorString"),
+      .cu_device_get = cuda("cuDeviceGet"), .cu_primary_context_retain = cuda("cuDevicePrimaryCtxRetain"),
+      .cu_context_get_current = cuda("cuCtxGetCurrent"), .cu_context_set_current = cuda("cuCtxSetCurrent"),
+      .cu_context_get_device = cuda("cuCtxGetDevice"), .cu_function_set_attribute = cuda("cuFuncSetAttribute"),
+      .cu_memcpy_htod = cuda("cuMemcpyHtoD_v2"), .cu_memcpy_dtoh = cuda("cuMemcpyDtoH_v2"),
+      .cu_memset_d8_async = cuda("cuMemsetD8Async"), .cu_event_create = cuda("cuEventCreate"),
+      // HIP only: error names, the current device, the device properties, copies, memset, events.
+      .hip_error_name = hip("hipGetErrorName"), .hip_error_string = hip("hipGetErrorString"),
+      .hip_get_device = hip("hipGetDevice"), .hip_set_device = hip("hipSetDevice"),
+      // hipGetDevicePropertiesR0600: ROCm >= 6, the layout its header maps the name to (driver_api.hpp).
+      .hip_device_properties = {hip("hipGetDeviceProperties"), hip("hipGetDevicePropertiesR0600")},
+      .hip_memcpy = hip("hipMemcpy"), .hip_memset_async = hip("hipMemsetAsync"), .hip_event_create = hip("hipEventCreate"),
+  };
+}
+
 const VendorTable& cuda_vendor() {
   static const VendorTable vendor{
       .vendor = Vendor::nvidia, .name = "CUDA", .api = "CUDA driver", .runtime_noun = "the CUDA driver",
       .result_type = "CUresult", .current = "CUDA context",
-      .compute_units_attribute = CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-      .shared_memory_per_block_attribute = CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
-      .shared_memory_per_block_optin_attribute = CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-      .warp_size_attribute = CU_DEVICE_ATTRIBUTE_WARP_SIZE,
-      .symbols = {.init = {"cuInit"}, .driver_version = {"cuDriverGetVersion"}, .device_count = {"cuDeviceGetCount"},
-                  .device_name = {"cuDeviceGetName"}, .device_attribute = {"cuDeviceGetAttribute"},
-                  .device_total_memory = {"cuDeviceTotalMem_v2"}, .module_load_data = {"cuModuleLoadData"},
-                  .module_unload = {"cuModuleUnload"}, .module_get_function = {"cuModuleGetFunction"},
-                  .launch_kernel = {"cuLaunchKernel"}, .mem_alloc = {"cuMemAlloc_v2"}, .mem_free = {"cuMemFree_v2"},
-                  .stream_synchronize = {"cuStreamSynchronize"}, .stream_is_capturing = {"cuStreamIsCapturing"},
-                  .event_destroy = {"cuEventDestroy_v2"}, .event_record = {"cuEventRecord"},
-                  .event_synchronize = {"cuEventSynchronize"},
-                  // cuEventElapsedTime_v2 (CUDA >= 12.8) when exported; errors name the call as listed.
-                  .event_elapsed_time = {"cuEventElapsedTime", "cuEventElapsedTime_v2"},
-                  .cu_error_name = {"cuGetErrorName"}, .cu_error_string = {"cuGetErrorString"},
-                  .cu_device_get = {"cuDeviceGet"}, .cu_primary_context_retain = {"cuDevicePrimaryCtxRetain"},
-                  .cu_context_get_current = {"cuCtxGetCurrent"}, .cu_context_set_current = {"cuCtxSetCurrent"},
-                  .cu_context_get_device = {"cuCtxGetDevice"}, .cu_function_set_attribute = {"cuFuncSetAttribute"},
-                  .cu_memcpy_htod = {"cuMemcpyHtoD_v2"}, .cu_memcpy_dtoh = {"cuMemcpyDtoH_v2"},
-                  .cu_memset_d8_async = {"cuMemsetD8Async"}, .cu_event_create = {"cuEventCreate"}},
+      // CU_DEVICE_ATTRIBUTE_: MULTIPROCESSOR_COUNT, MAX_SHARED_MEMORY_PER_BLOCK(_OPTIN), WARP_SIZE
+      .compute_units_attribute = 16, .shared_memory_per_block_attribute = 8,
+      .shared_memory_per_block_optin_attribute = 97, .warp_size_attribute = 10,
+      .symbols = symbols_of(Vendor::nvidia),
       // libcuda ships with the driver, not the toolkit: the .so.1 soname is the stable one.
       .open = [] { return open_first_candidate({"libcuda.so.1", "libcuda.so"}, "cuInit", "the CUDA driver library"); }};
   return vendor;
@@ -43,23 +69,11 @@ const VendorTable& hip_vendor() {
   static const VendorTable vendor{
       .vendor = Vendor::amd, .name = "HIP", .api = "HIP", .runtime_noun = "the HIP runtime",
       .result_type = "hipError_t", .current = "HIP device",
-      .compute_units_attribute = hipDeviceAttributeMultiprocessorCount,
-      .shared_memory_per_block_attribute = hipDeviceAttributeMaxSharedMemoryPerBlock,
-      .shared_memory_per_block_optin_attribute = -1,  // no opt-in on AMD
-      .warp_size_attribute = hipDeviceAttributeWarpSize,
-      .symbols = {.init = {"hipInit"}, .driver_version = {"hipRuntimeGetVersion"}, .device_count = {"hipGetDeviceCount"},
-                  .device_name = {"hipDeviceGetName"}, .device_attribute = {"hipDeviceGetAttribute"},
-                  .device_total_memory = {"hipDeviceTotalMem"}, .module_load_data = {"hipModuleLoadData"},
-                  .module_unload = {"hipModuleUnload"}, .module_get_function = {"hipModuleGetFunction"},
-                  .launch_kernel = {"hipModuleLaunchKernel"}, .mem_alloc = {"hipMalloc"}, .mem_free = {"hipFree"},
-                  .stream_synchronize = {"hipStreamSynchronize"}, .stream_is_capturing = {"hipStreamIsCapturing"},
-                  .event_destroy = {"hipEventDestroy"}, .event_record = {"hipEventRecord"},
-                  .event_synchronize = {"hipEventSynchronize"}, .event_elapsed_time = {"hipEventElapsedTime"},
-                  .hip_error_name = {"hipGetErrorName"}, .hip_error_string = {"hipGetErrorString"},
-                  .hip_get_device = {"hipGetDevice"}, .hip_set_device = {"hipSetDevice"},
-                  .hip_device_properties = {"hipGetDeviceProperties", "hipGetDevicePropertiesR0600"},
-                  .hip_memcpy = {"hipMemcpy"}, .hip_memset_async = {"hipMemsetAsync"},
-                  .hip_event_create = {"hipEventCreate"}},
+      // hipDeviceAttribute: MultiprocessorCount, MaxSharedMemoryPerBlock, (no opt-in on AMD), WarpSize;
+      // the same values in ROCm 5.2 and ROCm >= 6.
+      .compute_units_attribute = 63, .shared_memory_per_block_attribute = 74,
+      .shared_memory_per_block_optin_attribute = -1, .warp_size_attribute = 87,
+      .symbols = symbols_of(Vendor::amd),
       // Which HIP runtime is platform/runtime_discovery's rule: one per process, the one already loaded first.
       .open = [] { return open_runtime_library(RuntimeLibrary::hip_runtime); }};
   return vendor;
