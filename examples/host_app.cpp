@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -31,199 +32,161 @@
 
 namespace {
 
-// The few device calls the example needs, on device 0 (null stream: the default stream, which
-// sagejit::attention(..., nullptr) also uses). Every failure throws std::runtime_error.
-class GpuRuntime {
- public:
-  virtual ~GpuRuntime() = default;
-  virtual std::string name() const = 0;
-  virtual void* allocate(std::size_t bytes) = 0;
-  virtual void upload(void* device, const void* host, std::size_t bytes) = 0;
-  virtual void free(void* device) = 0;
-  virtual void* create_event() = 0;
-  virtual void record_event(void* event) = 0;
-  virtual float elapsed_ms(void* start, void* stop) = 0;  // after both events completed
-  virtual void destroy_event(void* event) = 0;
-  virtual void synchronize() = 0;
-};
-
-// dlsym with the result cast to the function type of `pointer`; nullptr when absent.
-template <typename F>
-bool resolve(void* library, const char* symbol, F& pointer) {
-  pointer = reinterpret_cast<F>(dlsym(library, symbol));
-  return pointer != nullptr;
-}
-
 void check(int status, const char* call) {
   if (status != 0) throw std::runtime_error(std::string(call) + " failed with status " + std::to_string(status));
 }
 
-// The CUDA driver API on the primary context of device 0 (the context sagejit uses too).
-class CudaDriver final : public GpuRuntime {
+// A GPU runtime entry point and the symbol it came from; a call that fails throws, naming it.
+template <typename Function>
+struct Call {
+  Function function = nullptr;
+  const char* symbol = nullptr;
+  template <typename... Args>
+  void operator()(Args... args) const {
+    check(function(args...), symbol);
+  }
+};
+
+// The few device calls the example needs, on device 0 (null stream: the default stream, which
+// sagejit::attention(..., nullptr) also uses). Every failure throws std::runtime_error. One class
+// serves the CUDA driver API and the HIP runtime: HIP mirrors the driver API call for call (device
+// memory is a CUdeviceptr in CUDA and a void* in HIP, the same 64-bit argument); the calls only one
+// of them has are marked.
+class GpuRuntime {
  public:
-  // nullptr with `why` set when there is no usable NVIDIA GPU.
+  // The first runtime with a device (CUDA, then HIP), or nullptr with the reasons in `why`.
   static std::unique_ptr<GpuRuntime> open(std::string& why) {
-    void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr) {
-      why = "no CUDA driver (libcuda.so.1)";
+    std::string cuda_why, hip_why;
+    if (auto gpu = open_cuda(cuda_why)) return gpu;
+    if (auto gpu = open_hip(hip_why)) return gpu;
+    why = cuda_why + "; " + hip_why;
+    return nullptr;
+  }
+
+  std::string name() const {
+    char name[256] = {};
+    device_name_(name, static_cast<int>(sizeof name), device_);
+    return name;
+  }
+  void* allocate(std::size_t bytes) {
+    void* pointer = nullptr;
+    alloc_(&pointer, bytes);
+    return pointer;
+  }
+  void upload(void* device, const void* host, std::size_t bytes) {
+    if (cuda_copy_.function != nullptr)
+      cuda_copy_(device, host, bytes);
+    else
+      hip_copy_(device, host, bytes, 1 /* hipMemcpyHostToDevice */);
+  }
+  void free(void* device) { free_(device); }
+  void* create_event() {
+    void* event = nullptr;
+    if (cuda_event_create_.function != nullptr)
+      cuda_event_create_(&event, 0u);
+    else
+      hip_event_create_(&event);
+    return event;
+  }
+  void record_event(void* event) { event_record_(event, static_cast<void*>(nullptr)); }
+  float elapsed_ms(void* start, void* stop) {  // after both events completed
+    float ms = 0;
+    event_elapsed_(&ms, start, stop);
+    return ms;
+  }
+  void destroy_event(void* event) { event_destroy_(event); }
+  void synchronize() { synchronize_(); }
+
+ private:
+  // dlsym into `call`; false when the library lacks the symbol.
+  template <typename Function>
+  static bool resolve(void* library, const char* symbol, Call<Function>& call) {
+    call.function = reinterpret_cast<Function>(dlsym(library, symbol));
+    call.symbol = symbol;
+    return call.function != nullptr;
+  }
+
+  // A runtime over the first of `libraries` that dlopen loads, with the calls both vendors have
+  // resolved (by this vendor's symbols); nullptr with `why` set to `missing` or `lacking`.
+  static std::unique_ptr<GpuRuntime> load(std::initializer_list<const char*> libraries, const char* const (&symbols)[8],
+                                          const char* missing, const char* lacking, void*& library, std::string& why) {
+    for (const char* name : libraries)
+      if ((library = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+    std::unique_ptr<GpuRuntime> gpu(new GpuRuntime);
+    why = library == nullptr ? missing : lacking;
+    if (library == nullptr || !resolve(library, symbols[0], gpu->device_count_) ||
+        !resolve(library, symbols[1], gpu->device_name_) || !resolve(library, symbols[2], gpu->synchronize_) ||
+        !resolve(library, symbols[3], gpu->alloc_) || !resolve(library, symbols[4], gpu->free_) ||
+        !resolve(library, symbols[5], gpu->event_record_) || !resolve(library, symbols[6], gpu->event_elapsed_) ||
+        !resolve(library, symbols[7], gpu->event_destroy_))
       return nullptr;
-    }
-    std::unique_ptr<CudaDriver> cuda(new CudaDriver);
-    auto& f = *cuda;
-    if (!resolve(library, "cuInit", f.init_) || !resolve(library, "cuDeviceGetCount", f.device_count_) ||
-        !resolve(library, "cuDeviceGet", f.device_get_) || !resolve(library, "cuDeviceGetName", f.device_name_) ||
-        !resolve(library, "cuDevicePrimaryCtxRetain", f.retain_) || !resolve(library, "cuCtxSetCurrent", f.set_current_) ||
-        !resolve(library, "cuCtxSynchronize", f.synchronize_) || !resolve(library, "cuMemAlloc_v2", f.alloc_) ||
-        !resolve(library, "cuMemFree_v2", f.free_) || !resolve(library, "cuMemcpyHtoD_v2", f.copy_) ||
-        !resolve(library, "cuEventCreate", f.event_create_) || !resolve(library, "cuEventRecord", f.event_record_) ||
-        !resolve(library, "cuEventElapsedTime", f.event_elapsed_) ||
-        !resolve(library, "cuEventDestroy_v2", f.event_destroy_)) {
-      why = "libcuda.so.1 lacks a driver API function";
+    return gpu;
+  }
+
+  // The CUDA driver API on the primary context of device 0 (the context sagejit uses too).
+  static std::unique_ptr<GpuRuntime> open_cuda(std::string& why) {
+    void* library = nullptr;
+    auto cuda = load({"libcuda.so.1"},
+                     {"cuDeviceGetCount", "cuDeviceGetName", "cuCtxSynchronize", "cuMemAlloc_v2", "cuMemFree_v2",
+                      "cuEventRecord", "cuEventElapsedTime", "cuEventDestroy_v2"},
+                     "no CUDA driver (libcuda.so.1)", "libcuda.so.1 lacks a driver API function", library, why);
+    Call<int (*)(unsigned)> init;
+    Call<int (*)(int*, int)> device_get;
+    Call<int (*)(void**, int)> retain;
+    Call<int (*)(void*)> set_current;
+    if (!cuda || !resolve(library, "cuInit", init) || !resolve(library, "cuDeviceGet", device_get) ||
+        !resolve(library, "cuDevicePrimaryCtxRetain", retain) || !resolve(library, "cuCtxSetCurrent", set_current) ||
+        !resolve(library, "cuMemcpyHtoD_v2", cuda->cuda_copy_) ||
+        !resolve(library, "cuEventCreate", cuda->cuda_event_create_))
       return nullptr;
-    }
     int count = 0;
-    if (f.init_(0) != 0 || f.device_count_(&count) != 0 || count < 1) {
+    if (init.function(0) != 0 || cuda->device_count_.function(&count) != 0 || count < 1) {
       why = "no CUDA device";
       return nullptr;
     }
     void* context = nullptr;
-    check(f.device_get_(&f.device_, 0), "cuDeviceGet");
-    check(f.retain_(&context, f.device_), "cuDevicePrimaryCtxRetain");
-    check(f.set_current_(context), "cuCtxSetCurrent");
+    device_get(&cuda->device_, 0);
+    retain(&context, cuda->device_);
+    set_current(context);
     return cuda;
   }
 
-  std::string name() const override {
-    char name[256] = {};
-    check(device_name_(name, sizeof name, device_), "cuDeviceGetName");
-    return name;
-  }
-  void* allocate(std::size_t bytes) override {
-    unsigned long long pointer = 0;
-    check(alloc_(&pointer, bytes), "cuMemAlloc");
-    return reinterpret_cast<void*>(static_cast<std::uintptr_t>(pointer));
-  }
-  void upload(void* device, const void* host, std::size_t bytes) override {
-    check(copy_(address(device), host, bytes), "cuMemcpyHtoD");
-  }
-  void free(void* device) override { check(free_(address(device)), "cuMemFree"); }
-  void* create_event() override {
-    void* event = nullptr;
-    check(event_create_(&event, 0), "cuEventCreate");
-    return event;
-  }
-  void record_event(void* event) override { check(event_record_(event, nullptr), "cuEventRecord"); }
-  float elapsed_ms(void* start, void* stop) override {
-    float ms = 0;
-    check(event_elapsed_(&ms, start, stop), "cuEventElapsedTime");
-    return ms;
-  }
-  void destroy_event(void* event) override { check(event_destroy_(event), "cuEventDestroy"); }
-  void synchronize() override { check(synchronize_(), "cuCtxSynchronize"); }
-
- private:
-  static unsigned long long address(void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer); }
-
-  int device_ = 0;
-  int (*init_)(unsigned) = nullptr;
-  int (*device_count_)(int*) = nullptr;
-  int (*device_get_)(int*, int) = nullptr;
-  int (*device_name_)(char*, int, int) = nullptr;
-  int (*retain_)(void**, int) = nullptr;
-  int (*set_current_)(void*) = nullptr;
-  int (*synchronize_)() = nullptr;
-  int (*alloc_)(unsigned long long*, std::size_t) = nullptr;
-  int (*free_)(unsigned long long) = nullptr;
-  int (*copy_)(unsigned long long, const void*, std::size_t) = nullptr;
-  int (*event_create_)(void**, unsigned) = nullptr;
-  int (*event_record_)(void*, void*) = nullptr;
-  int (*event_elapsed_)(float*, void*, void*) = nullptr;
-  int (*event_destroy_)(void*) = nullptr;
-};
-
-// The HIP runtime on device 0.
-class HipRuntime final : public GpuRuntime {
- public:
-  static std::unique_ptr<GpuRuntime> open(std::string& why) {
+  // The HIP runtime on device 0.
+  static std::unique_ptr<GpuRuntime> open_hip(std::string& why) {
     void* library = nullptr;
-    for (const char* name : {"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"})
-      if ((library = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
-    if (library == nullptr) {
-      why = "no HIP runtime (libamdhip64.so)";
+    auto hip = load({"libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5", "libamdhip64.so"},
+                    {"hipGetDeviceCount", "hipDeviceGetName", "hipDeviceSynchronize", "hipMalloc", "hipFree",
+                     "hipEventRecord", "hipEventElapsedTime", "hipEventDestroy"},
+                    "no HIP runtime (libamdhip64.so)", "libamdhip64.so lacks a runtime API function", library, why);
+    Call<int (*)(int)> set_device;
+    if (!hip || !resolve(library, "hipSetDevice", set_device) || !resolve(library, "hipMemcpy", hip->hip_copy_) ||
+        !resolve(library, "hipEventCreate", hip->hip_event_create_))
       return nullptr;
-    }
-    std::unique_ptr<HipRuntime> hip(new HipRuntime);
-    auto& f = *hip;
-    if (!resolve(library, "hipGetDeviceCount", f.device_count_) || !resolve(library, "hipSetDevice", f.set_device_) ||
-        !resolve(library, "hipDeviceGetName", f.device_name_) ||
-        !resolve(library, "hipDeviceSynchronize", f.synchronize_) || !resolve(library, "hipMalloc", f.alloc_) ||
-        !resolve(library, "hipFree", f.free_) || !resolve(library, "hipMemcpy", f.copy_) ||
-        !resolve(library, "hipEventCreate", f.event_create_) || !resolve(library, "hipEventRecord", f.event_record_) ||
-        !resolve(library, "hipEventElapsedTime", f.event_elapsed_) ||
-        !resolve(library, "hipEventDestroy", f.event_destroy_)) {
-      why = "libamdhip64.so lacks a runtime API function";
-      return nullptr;
-    }
     int count = 0;
-    if (f.device_count_(&count) != 0 || count < 1) {
+    if (hip->device_count_.function(&count) != 0 || count < 1) {
       why = "no HIP device";
       return nullptr;
     }
-    check(f.set_device_(0), "hipSetDevice");
+    set_device(0);
     return hip;
   }
 
-  std::string name() const override {
-    char name[256] = {};
-    check(device_name_(name, sizeof name, 0), "hipDeviceGetName");
-    return name;
-  }
-  void* allocate(std::size_t bytes) override {
-    void* pointer = nullptr;
-    check(alloc_(&pointer, bytes), "hipMalloc");
-    return pointer;
-  }
-  void upload(void* device, const void* host, std::size_t bytes) override {
-    check(copy_(device, host, bytes, host_to_device), "hipMemcpy");
-  }
-  void free(void* device) override { check(free_(device), "hipFree"); }
-  void* create_event() override {
-    void* event = nullptr;
-    check(event_create_(&event), "hipEventCreate");
-    return event;
-  }
-  void record_event(void* event) override { check(event_record_(event, nullptr), "hipEventRecord"); }
-  float elapsed_ms(void* start, void* stop) override {
-    float ms = 0;
-    check(event_elapsed_(&ms, start, stop), "hipEventElapsedTime");
-    return ms;
-  }
-  void destroy_event(void* event) override { check(event_destroy_(event), "hipEventDestroy"); }
-  void synchronize() override { check(synchronize_(), "hipDeviceSynchronize"); }
+  GpuRuntime() = default;
 
- private:
-  static constexpr int host_to_device = 1;  // hipMemcpyHostToDevice
-  int (*device_count_)(int*) = nullptr;
-  int (*set_device_)(int) = nullptr;
-  int (*device_name_)(char*, int, int) = nullptr;
-  int (*synchronize_)() = nullptr;
-  int (*alloc_)(void**, std::size_t) = nullptr;
-  int (*free_)(void*) = nullptr;
-  int (*copy_)(void*, const void*, std::size_t, int) = nullptr;
-  int (*event_create_)(void**) = nullptr;
-  int (*event_record_)(void*, void*) = nullptr;
-  int (*event_elapsed_)(float*, void*, void*) = nullptr;
-  int (*event_destroy_)(void*) = nullptr;
+  int device_ = 0;  // what device queries take: CUDA's handle of device 0; HIP's take the ordinal, 0
+  Call<int (*)(int*)> device_count_;
+  Call<int (*)(char*, int, int)> device_name_;
+  Call<int (*)()> synchronize_;
+  Call<int (*)(void**, std::size_t)> alloc_;
+  Call<int (*)(void*)> free_;
+  Call<int (*)(void*, void*)> event_record_;
+  Call<int (*)(float*, void*, void*)> event_elapsed_;
+  Call<int (*)(void*)> event_destroy_;
+  Call<int (*)(void*, const void*, std::size_t)> cuda_copy_;        // CUDA only: cuMemcpyHtoD_v2
+  Call<int (*)(void**, unsigned)> cuda_event_create_;               // CUDA only: cuEventCreate(event, flags)
+  Call<int (*)(void*, const void*, std::size_t, int)> hip_copy_;    // HIP only: hipMemcpy(..., kind)
+  Call<int (*)(void**)> hip_event_create_;                          // HIP only: hipEventCreate(event)
 };
-
-// The first GPU runtime with a device (CUDA, then HIP), or nullptr with the reasons in `why`.
-std::unique_ptr<GpuRuntime> open_gpu(std::string& why) {
-  std::string cuda_why, hip_why;
-  if (auto gpu = CudaDriver::open(cuda_why)) return gpu;
-  if (auto gpu = HipRuntime::open(hip_why)) return gpu;
-  why = cuda_why + "; " + hip_why;
-  return nullptr;
-}
 
 struct Shape {
   std::int64_t batch, heads, tokens, head_dim;
@@ -299,7 +262,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, args)) return 2;
 
   std::string why;
-  const std::unique_ptr<GpuRuntime> gpu = open_gpu(why);
+  const std::unique_ptr<GpuRuntime> gpu = GpuRuntime::open(why);
   if (!gpu) {
     std::printf("host_app (sagejit %s, headers %s): skipped: %s\n", std::string(sagejit::version()).c_str(),
                 SAGEJIT_VERSION_STRING, why.c_str());

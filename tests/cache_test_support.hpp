@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the cache tests: private temp dirs, random payloads, stderr capture.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -18,6 +19,7 @@
 #include "cache/cache_entry.hpp"
 #include "cache/cache_key.hpp"
 #include "cache/code_cache.hpp"
+#include "core/log.hpp"
 
 namespace sagejit::test {
 
@@ -42,6 +44,21 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// The library's log off for one test case (its cases provoke warnings on purpose), back to warn after.
+struct QuietLog {
+  QuietLog() { log::set_level(log::Level::off); }
+  ~QuietLog() { log::set_level(log::Level::warn); }
+  QuietLog(const QuietLog&) = delete;
+  QuietLog& operator=(const QuietLog&) = delete;
+};
+
+// `path` created with its parents, then given `mode` (what a trusted or an untrusted directory needs).
+inline std::filesystem::path make_dir(const std::filesystem::path& path, mode_t mode) {
+  std::filesystem::create_directories(path);
+  ::chmod(path.c_str(), mode);
+  return path;
+}
 
 // Per thread, from the run's logged (replayable) seed.
 inline std::mt19937_64& rng() { return thread_rng(); }

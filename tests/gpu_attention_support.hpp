@@ -24,6 +24,7 @@
 #include "numerics/emulator.hpp"
 #include "numerics/host_tensor.hpp"
 #include "dev/numerics/random_fill.hpp"
+#include "random_support.hpp"
 
 namespace sagejit::test {
 
@@ -80,6 +81,35 @@ struct Case {
                        config_id(attention));
   }
 };
+
+// What both zero-padded head-dim tests draw first, in this order (a logged seed replays either test):
+// dtype, KV heads, the GQA group, the token counts (1..max_seq_q, 1..max_seq_kv), the layout. The strides
+// are padded by the channels between head_dim and the kernel head dim it runs at.
+inline Case random_padded_head_dim_case(std::int64_t head_dim, std::int64_t max_seq_q, std::int64_t max_seq_kv) {
+  Case c;
+  c.head_dim = head_dim;
+  c.dtype = random_in(0, 1) != 0 ? DType::fp16 : DType::bf16;
+  c.heads_kv = random_in(1, 2);
+  c.heads_q = c.heads_kv * random_in(1, 3);
+  c.seq_q = random_in(1, max_seq_q);
+  c.seq_kv = random_in(1, max_seq_kv);
+  c.layout = random_in(0, 1) != 0 ? Layout::NHD : Layout::HND;
+  const std::int64_t pad = kernel_head_dim_for(head_dim) - head_dim;
+  c.padding = {0, pad, pad};
+  return c;
+}
+
+// The inputs of the API-level GPU tests, drawn in this order from `rng`: q and v normal, k with
+// channel offsets of 3 (what K smoothing exists for); each uploaded to its device buffer.
+inline void fill_and_upload_inputs(numerics::HostTensor& q, numerics::HostTensor& k, numerics::HostTensor& v,
+                                   DeviceBuffer& dq, DeviceBuffer& dk, DeviceBuffer& dv, std::mt19937_64& rng) {
+  numerics::fill_normal(q, rng);
+  numerics::fill_channel_offsets(k, rng, 3.0);
+  numerics::fill_normal(v, rng);
+  dq.upload(q.storage());
+  dk.upload(k.storage());
+  dv.upload(v.storage());
+}
 
 constexpr std::size_t guard_elements = 4096;  // poisoned elements after the output and the LSE
 constexpr std::uint32_t lse_poison = 0x7fc00bad;  // a NaN with a recognisable payload

@@ -61,6 +61,16 @@ struct Run {
   std::vector<float> lse, expected_lse;
 };
 
+// A run of random bf16 HND tensors of q_dims / kv_dims on the gfx1201 plan, and their C descriptions (device 0).
+struct CCall {
+  CCall(const Dims& q_dims, const Dims& kv_dims)
+      : c{.q_dims = q_dims, .kv_dims = kv_dims}, r(c, test::thread_rng()), q(to_c(r.q, 0)), k(to_c(r.k, 0)),
+        v(to_c(r.v, 0)), out(to_c(r.out, 0)) {}
+  Case c;
+  Run r;
+  sagejit_tensor q, k, v, out;
+};
+
 sagejit_options c_options(const Case& c, float* lse) {
   sagejit_options options = sagejit_default_options();
   options.layout = static_cast<int32_t>(c.layout);
@@ -159,11 +169,7 @@ TEST_CASE("emulate_attention: LSE, GQA, NHD with strides, causal, on every targe
 }
 
 TEST_CASE("emulate_attention: NULL target is gfx1201; the C++ API gives the same") {
-  Case c;
-  c.q_dims = {1, 2, 50, 64};
-  c.kv_dims = {1, 2, 70, 64};
-  Run a(c, test::thread_rng());
-  const sagejit_tensor q = to_c(a.q, 0), k = to_c(a.k, 0), v = to_c(a.v, 0), out = to_c(a.out, 0);
+  auto [c, a, q, k, v, out] = CCall({1, 2, 50, 64}, {1, 2, 70, 64});
   REQUIRE(sagejit_emulate_attention(&q, &k, &v, &out, nullptr, nullptr) == SAGEJIT_SUCCESS);
   HostTensor again(c.q_dims, c.dtype, c.layout, {2, 0, 7});
   emulate_attention(a.q.view(), a.k.view(), a.v.view(), again.view(), {}, "gfx1201");
@@ -171,11 +177,7 @@ TEST_CASE("emulate_attention: NULL target is gfx1201; the C++ API gives the same
 }
 
 TEST_CASE("emulate_attention: errors are statuses naming the argument") {
-  Case c;
-  c.q_dims = {1, 2, 20, 64};
-  c.kv_dims = {1, 2, 20, 64};
-  Run r(c, test::thread_rng());
-  const sagejit_tensor q = to_c(r.q, 0), k = to_c(r.k, 0), v = to_c(r.v, 0), out = to_c(r.out, 0);
+  auto [c, r, q, k, v, out] = CCall({1, 2, 20, 64}, {1, 2, 20, 64});
   const auto status_and_message = [&](const sagejit_tensor* qq, const sagejit_tensor* kk, const sagejit_tensor* vv,
                                       const sagejit_tensor* oo, const sagejit_options* options, const char* target) {
     const sagejit_status status = sagejit_emulate_attention(qq, kk, vv, oo, options, target);
@@ -208,11 +210,7 @@ TEST_CASE("emulate_attention: errors are statuses naming the argument") {
 }
 
 TEST_CASE("sagejit_supports_target: the plan for a named GPU, without a device or data") {
-  Case c;
-  c.q_dims = {1, 4, 33, 128};
-  c.kv_dims = {1, 2, 40, 128};
-  Run r(c, test::thread_rng());
-  const sagejit_tensor q = to_c(r.q, 0), k = to_c(r.k, 0), v = to_c(r.v, 0), out = to_c(r.out, 0);
+  auto [c, r, q, k, v, out] = CCall({1, 4, 33, 128}, {1, 2, 40, 128});
   int supported = -1;
   for (const char* target : {static_cast<const char*>(nullptr), "gfx1201", "gfx1200", "sm_90"}) {
     CAPTURE((target != nullptr ? target : "NULL"));

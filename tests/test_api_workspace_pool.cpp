@@ -73,6 +73,20 @@ class CountingDevice final : public Device {
 
 Stream stream(std::uintptr_t id) { return reinterpret_cast<Stream>(id); }
 
+// A pool whose workspace on stream 6 was warmed by one lease of a random 1000..100000 bytes, and
+// that stream now being captured into a graph.
+struct WarmCapture {
+  WarmCapture() : buffer(pool.acquire(device, 0, captured_stream, warm).data()), held(pool.bytes_held()) {
+    device.capturing.insert(captured_stream);
+  }
+  CountingDevice device;
+  WorkspacePool pool;
+  const Stream captured_stream = stream(6);
+  const std::size_t warm = static_cast<std::size_t>(random_in(1000, 100000));
+  void* buffer;      // the warm-up's lease
+  std::size_t held;  // what the pool holds after it
+};
+
 }  // namespace
 
 TEST_CASE("the workspace grows on demand and the steady state allocates nothing") {
@@ -146,16 +160,10 @@ TEST_CASE("threads on different and shared streams never see a freed buffer") {
   CHECK(device.live.empty());
 }
 
-TEST_CASE("during a capture a warm workspace is leased without allocating, freeing or waiting") {
-  CountingDevice device;
-  WorkspacePool pool;
-  const std::size_t warm = static_cast<std::size_t>(random_in(1000, 100000));
-  void* buffer = pool.acquire(device, 0, stream(1), warm).data();
-  const std::size_t held = pool.bytes_held();
-  device.capturing.insert(stream(1));
+TEST_CASE_FIXTURE(WarmCapture, "during a capture a warm workspace is leased without allocating, freeing or waiting") {
   for (int call = 0; call < 5; ++call)
-    CHECK(pool.acquire(device, 0, stream(1), static_cast<std::size_t>(random_in(1, static_cast<std::int64_t>(held)))).data() ==
-          buffer);
+    CHECK(pool.acquire(device, 0, captured_stream, static_cast<std::size_t>(random_in(1, static_cast<std::int64_t>(held))))
+              .data() == buffer);
   CHECK(device.allocations == 1);
   CHECK(device.frees == 0);
   CHECK(device.synchronizations == 0);
@@ -195,13 +203,7 @@ TEST_CASE("growth during a capture is a named error that touches nothing; the po
   CHECK(device.live.empty());
 }
 
-TEST_CASE("a buffer leased during a capture is kept, not freed, when the workspace grows later") {
-  CountingDevice device;
-  WorkspacePool pool;
-  const std::size_t warm = static_cast<std::size_t>(random_in(1000, 100000));
-  (void)pool.acquire(device, 0, stream(6), warm);
-  const std::size_t held = pool.bytes_held();
-  device.capturing.insert(stream(6));
+TEST_CASE_FIXTURE(WarmCapture, "a buffer leased during a capture is kept, not freed, when the workspace grows later") {
   void* captured = pool.acquire(device, 0, stream(6), warm).data();  // a graph now refers to it
   device.capturing.clear();
   // Growth after the capture: a new buffer, the captured one stays allocated (the graph may run).

@@ -57,7 +57,7 @@ TEST_CASE("entry names are readable, path-safe and carry the key") {
 }
 
 TEST_CASE("corrupt, truncated, wrong-version, foreign and wrong-key entries are rebuilt, not fatal") {
-  log::set_level(log::Level::off);  // the warnings are expected here
+  const test::QuietLog quiet;  // the warnings are expected here
   test::TempDir root;
   test::CompiledEntry fixture(4096);
   auto& [key, label, payload, compiles, compile] = fixture;
@@ -98,15 +98,12 @@ TEST_CASE("corrupt, truncated, wrong-version, foreign and wrong-key entries are 
     CHECK(again.get_or_compile(key, label, compile).hit == CacheHit::user);
     CHECK(compiles == before + 1);
   }
-  log::set_level(log::Level::warn);
 }
 
 TEST_CASE("the system cache is searched first, validated, and must match the key") {
-  log::set_level(log::Level::off);
+  const test::QuietLog quiet;
   test::TempDir root;
-  const fs::path system = root / "system";
-  fs::create_directories(system);
-  ::chmod(system.c_str(), 0755);
+  const fs::path system = test::make_dir(root / "system", 0755);
   test::CompiledEntry fixture(555);
   auto& [key, label, compiled_payload, compiles, compile] = fixture;
   const auto system_payload = test::random_bytes(777);
@@ -147,5 +144,4 @@ TEST_CASE("the system cache is searched first, validated, and must match the key
   CHECK(*lookup.code == compiled_payload);
   CHECK(compiles == 1);
   CHECK(fs::exists(entry));
-  log::set_level(log::Level::warn);
 }

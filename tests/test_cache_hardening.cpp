@@ -37,11 +37,9 @@ using test::error_of;
 }  // namespace
 
 TEST_CASE("a cache below a parent that others may write is refused; a sticky one (/tmp) is accepted") {
-  log::set_level(log::Level::off);
+  const test::QuietLog quiet;
   test::TempDir root;  // under /tmp: root-owned, 1777, sticky
-  const fs::path parent = root / "shared";
-  fs::create_directories(parent);
-  ::chmod(parent.c_str(), 0777);
+  const fs::path parent = test::make_dir(root / "shared", 0777);
   CodeCache below_shared(test::settings_for(parent / "mine"));
   CHECK_FALSE(below_shared.active_user_dir().has_value());
   CHECK(below_shared.user_dir_problem().find("parent " + parent.string()) != std::string::npos);
@@ -50,11 +48,10 @@ TEST_CASE("a cache below a parent that others may write is refused; a sticky one
   ::chmod(parent.c_str(), 01777);  // sticky: others cannot rename or remove our entries
   CodeCache below_sticky(test::settings_for(parent / "mine"));
   CHECK(below_sticky.active_user_dir().has_value());
-  log::set_level(log::Level::warn);
 }
 
 TEST_CASE("a symlink on the way is followed only from a trusted directory, and its target is checked") {
-  log::set_level(log::Level::off);
+  const test::QuietLog quiet;
   test::TempDir root;
   fs::create_directories(root / "real/cache");
   ::chmod((root / "real/cache").c_str(), 0700);
@@ -71,7 +68,6 @@ TEST_CASE("a symlink on the way is followed only from a trusted directory, and i
   ::chmod((root / "real/cache").c_str(), 0770);
   CHECK(check_trusted_dir(root / "link/cache", TrustedOwners::self, "cache").problem.find("writable") !=
         std::string::npos);
-  log::set_level(log::Level::warn);
 }
 
 TEST_CASE("every parent is checked: one owned by another user is refused (root only)") {
@@ -79,7 +75,7 @@ TEST_CASE("every parent is checked: one owned by another user is refused (root o
     SAGEJIT_SKIP("needs root to chown a directory to another uid");
     return;
   }
-  log::set_level(log::Level::off);
+  const test::QuietLog quiet;
   test::TempDir root;
   fs::create_directories(root / "theirs/mine");
   ::chmod((root / "theirs").c_str(), 0755);
@@ -88,7 +84,6 @@ TEST_CASE("every parent is checked: one owned by another user is refused (root o
   CodeCache cache(test::settings_for(root / "theirs/mine"));
   CHECK_FALSE(cache.active_user_dir().has_value());
   CHECK(cache.user_dir_problem().find("owned by uid 65534") != std::string::npos);
-  log::set_level(log::Level::warn);
 }
 
 TEST_CASE("missing parents are created with exactly the requested modes, whatever the umask") {
@@ -106,11 +101,10 @@ TEST_CASE("missing parents are created with exactly the requested modes, whateve
 }
 
 TEST_CASE("the root directory is never a cache directory") {
-  log::set_level(log::Level::off);
+  const test::QuietLog quiet;
   CodeCache cache(test::settings_for("/"));
   CHECK_FALSE(cache.active_user_dir().has_value());
   CHECK(cache.user_dir_problem().find("root directory") != std::string::npos);
-  log::set_level(log::Level::warn);
 }
 
 TEST_CASE("an inspection (create_user_dir = false) creates no directory") {
@@ -143,7 +137,7 @@ TEST_CASE("a relative XDG_CACHE_HOME or HOME is ignored (XDG base directory spec
 }
 
 TEST_CASE("a lock held by a hung process: the wait names its pid and gives up after the bound") {
-  log::set_level(log::Level::off);
+  const test::QuietLog quiet;
   test::TempDir root;
   const fs::path dir = root / "cache";
   CodeCacheSettings settings = test::settings_for(dir);
@@ -160,7 +154,6 @@ TEST_CASE("a lock held by a hung process: the wait names its pid and gives up af
   CHECK(message.find(fmt::format("held by pid {}", ::getpid())) != std::string::npos);
   CHECK(message.find("SAGEJIT_LOCK_TIMEOUT") != std::string::npos);
   CHECK(compiles == 0);
-  log::set_level(log::Level::warn);
 }
 
 TEST_CASE("SAGEJIT_LOCK_TIMEOUT must be a whole number of seconds") {
@@ -171,11 +164,15 @@ TEST_CASE("SAGEJIT_LOCK_TIMEOUT must be a whole number of seconds") {
   CHECK(CodeCacheSettings::from_environment().lock_timeout == std::chrono::seconds(7));
 }
 
-TEST_CASE("a FIFO named like an entry neither hangs a lookup nor verify") {
-  log::set_level(log::Level::off);
-  test::TempDir root;
+// A cache in a fresh private directory, the log quiet.
+struct CacheOnDisk {
+  const test::QuietLog quiet;
+  const test::TempDir root;
   const fs::path dir = root / "cache";
-  CodeCache cache(test::settings_for(dir));
+  CodeCache cache{test::settings_for(dir)};
+};
+
+TEST_CASE_FIXTURE(CacheOnDisk, "a FIFO named like an entry neither hangs a lookup nor verify") {
   REQUIRE(cache.active_user_dir().has_value());
   test::CompiledEntry fixture(128);
   const fs::path entry = dir / entry_file_name(fixture.key, fixture.label);
@@ -189,14 +186,10 @@ TEST_CASE("a FIFO named like an entry neither hangs a lookup nor verify") {
   struct stat info {};
   REQUIRE(::lstat(entry.c_str(), &info) == 0);
   CHECK(S_ISREG(info.st_mode));  // the FIFO was replaced by the entry
-  log::set_level(log::Level::warn);
 }
 
-TEST_CASE("a directory named like an entry is removed by verify --fix and by a lookup; the cache stays on disk") {
-  log::set_level(log::Level::off);
-  test::TempDir root;
-  const fs::path dir = root / "cache";
-  CodeCache cache(test::settings_for(dir));
+TEST_CASE_FIXTURE(CacheOnDisk,
+                  "a directory named like an entry is removed by verify --fix and by a lookup; the cache stays on disk") {
   REQUIRE(cache.active_user_dir().has_value());
   test::CompiledEntry first(128), second(128);
   const fs::path first_entry = dir / entry_file_name(first.key, first.label);
@@ -216,7 +209,6 @@ TEST_CASE("a directory named like an entry is removed by verify --fix and by a l
   CHECK(cache.get_or_compile(second.key, second.label, second.compile).hit == CacheHit::compiled);
   CHECK(cache.active_user_dir().has_value());  // not memory-only
   CHECK(fs::is_regular_file(second_entry));
-  log::set_level(log::Level::warn);
 }
 
 TEST_CASE("an entry larger than the size cap is not stored, and says so") {
@@ -234,7 +226,7 @@ TEST_CASE("an entry larger than the size cap is not stored, and says so") {
 }
 
 TEST_CASE("verify rejects an entry whose checksums hold but whose payload is no code object of its target") {
-  log::set_level(log::Level::off);
+  const test::QuietLog quiet;
   test::TempDir root;
   CodeCache cache(test::settings_for(root / "cache"));
   const CacheKey good = test::random_key(), foreign = test::random_key();
@@ -245,7 +237,6 @@ TEST_CASE("verify rejects an entry whose checksums hold but whose payload is no 
   REQUIRE(report.bad.size() == 1);
   CHECK(report.bad[0].path.filename().string().find(foreign.hex()) != std::string::npos);
   CHECK(report.bad[0].problem.find("ELF") != std::string::npos);
-  log::set_level(log::Level::warn);
 }
 
 TEST_CASE("a read-only cache (0500) with valid entries is read, not ignored (root: run as nobody)") {

@@ -39,12 +39,7 @@ struct Problem {
         dout(device_buffer(gpu, bytes(out))),
         dlse(device_buffer(gpu, static_cast<std::size_t>(c.batch * c.heads_q * c.seq_q) * 4)),
         lse_host(static_cast<std::size_t>(c.batch * c.heads_q * c.seq_q), std::nanf("")) {
-    numerics::fill_normal(q, rng);
-    numerics::fill_channel_offsets(k, rng, 3.0);
-    numerics::fill_normal(v, rng);
-    dq.upload(q.storage().data(), bytes(q));
-    dk.upload(k.storage().data(), bytes(k));
-    dv.upload(v.storage().data(), bytes(v));
+    fill_and_upload_inputs(q, k, v, dq, dk, dv, rng);
     dout.upload(out.storage().data(), bytes(out));  // poisoned
     dlse.upload(lse_host.data(), lse_host.size() * 4);
   }

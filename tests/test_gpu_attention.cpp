@@ -293,16 +293,7 @@ TEST_CASE("GPU attention: zero-padded head dims (D = 8, 32, 40, 80, 96, 120)") {
                                  {"pv_fp16", 0}, {"wgmma", 1}, {"min_blocks", 3}});
   for (std::int64_t head_dim : {8, 32, 40, 80, 96, 120})
     for (const TileConfig& attention : configs) {
-      Case c;
-      c.head_dim = head_dim;
-      c.dtype = test::random_in(0, 1) != 0 ? DType::fp16 : DType::bf16;
-      c.heads_kv = test::random_in(1, 2);
-      c.heads_q = c.heads_kv * test::random_in(1, 3);
-      c.seq_q = test::random_in(1, 700);
-      c.seq_kv = test::random_in(1, 1500);
-      c.layout = test::random_in(0, 1) != 0 ? Layout::NHD : Layout::HND;
-      const std::int64_t pad = kernel_head_dim_for(head_dim) - head_dim;
-      c.padding = {0, pad, pad};
+      Case c = random_padded_head_dim_case(head_dim, 700, 1500);
       c.causal = test::random_in(0, 1) != 0;
       c.lse = test::random_in(0, 1) != 0;
       c.smooth_k = test::random_in(0, 3) != 0;

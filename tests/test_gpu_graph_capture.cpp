@@ -104,12 +104,7 @@ struct Problem {
         dk(device_buffer(gpu, bytes(k))),
         dv(device_buffer(gpu, bytes(v))),
         dout(device_buffer(gpu, bytes(out))) {
-    numerics::fill_normal(q, rng);
-    numerics::fill_channel_offsets(k, rng, 3.0);
-    numerics::fill_normal(v, rng);
-    dq.upload(q.storage().data(), bytes(q));
-    dk.upload(k.storage().data(), bytes(k));
-    dv.upload(v.storage().data(), bytes(v));
+    fill_and_upload_inputs(q, k, v, dq, dk, dv, rng);
     poison_output();
   }
   static std::size_t bytes(const HostTensor& t) { return t.storage().size() * 2; }

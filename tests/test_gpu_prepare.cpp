@@ -120,16 +120,7 @@ TEST_CASE("GPU prepare of zero-padded head dims matches the emulator bit for bit
   const auto gpu = gpu_or_skip();
   if (!gpu) return;
   for (std::int64_t head_dim : {8, 32, 40, 80, 96, 120}) {
-    const std::int64_t pad = kernel_head_dim_for(head_dim) - head_dim;
-    Case c;
-    c.head_dim = head_dim;
-    c.dtype = test::random_in(0, 1) != 0 ? DType::fp16 : DType::bf16;
-    c.heads_kv = test::random_in(1, 2);
-    c.heads_q = c.heads_kv * test::random_in(1, 3);
-    c.seq_q = test::random_in(1, 400);
-    c.seq_kv = test::random_in(1, 1200);
-    c.layout = test::random_in(0, 1) != 0 ? Layout::NHD : Layout::HND;
-    c.padding = {0, pad, pad};
+    Case c = random_padded_head_dim_case(head_dim, 400, 1200);
     c.smooth_k = test::random_in(0, 3) != 0;
     c.lse = test::random_in(0, 1) != 0;
     c.fill = test::random_in(0, 2) == 0 ? Fill::channel_offsets : Fill::normal;

@@ -3,7 +3,10 @@
 // performance threshold: these check the arithmetic of the report, not the kernel.
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <sstream>
 #include <string>
+#include <string_view>
 
 #include "dev/isa_key_loop.hpp"
 #include "dev/rdna4_cost_model.hpp"
@@ -24,41 +27,65 @@ std::string line(unsigned address, const std::string& text, int target = -1) {
   return out + "\n";
 }
 
+// An llvm-objdump listing of a kernel `k` at `base`: one instruction per line of `program` (4 bytes
+// each, blank lines and "// ..." comments skipped); "text -> 0x30" branches to <k+0x30>.
+std::string listing(unsigned base, std::string_view program) {
+  char header[64];
+  std::snprintf(header, sizeof header, "%016x <k>:\n", base);
+  std::string out = header;
+  unsigned address = base;
+  std::istringstream lines{std::string(program)};
+  for (std::string text; std::getline(lines, text);) {
+    text = text.substr(0, text.find("//"));
+    const std::size_t arrow = text.find(" -> ");
+    const int target = arrow == std::string::npos ? -1 : std::stoi(text.substr(arrow + 4), nullptr, 16);
+    text = text.substr(0, arrow);
+    const std::size_t first = text.find_first_not_of(' '), last = text.find_last_not_of(' ');
+    if (first == std::string::npos) continue;
+    out += line(address, text.substr(first, last - first + 1), target);
+    address += 4;
+  }
+  return out;
+}
+
+KeyLoop key_loop_of(unsigned base, std::string_view program) {
+  return find_key_loop(parse_objdump(listing(base, program)), modeled_cycles);
+}
+
 // A key loop at k+0x10 .. k+0x44 (every instruction 4 bytes):
 //   header: 2 iu8 WMMA, v_cvt, s_cmp, s_cbranch_scc1 over the mask block
 //   mask:   v_cmp, v_cndmask x2                               (skipped on a full tile)
 //   join:   v_exp x2, v_dual, v_max, 2 fp8 WMMA, ds_load_b128, global_load_b128, s_wait, s_add,
 //           s_cmp, s_cbranch_scc1 back to the header
 std::string sample_loop() {
-  const unsigned base = 0x1000;
-  std::string s = "0000000000001000 <k>:\n";
-  s += line(base + 0x00, "s_load_b128 s[0:3], s[0:1], 0x0");
-  s += line(base + 0x04, "v_mov_b32_e32 v1, 0");
-  s += line(base + 0x08, "s_mov_b32 s4, 0");
-  s += line(base + 0x0c, "s_nop 0");
-  s += line(base + 0x10, "v_wmma_i32_16x16x16_iu8 v[0:7], v[8:9], v[10:11], v[0:7] neg_lo:[1,1,0]");
-  s += line(base + 0x14, "v_wmma_i32_16x16x16_iu8 v[0:7], v[12:13], v[14:15], v[0:7] neg_lo:[1,1,0]");
-  s += line(base + 0x18, "v_cvt_f32_i32_e32 v16, v0");
-  s += line(base + 0x1c, "s_cmp_lg_u32 s5, 0");
-  s += line(base + 0x20, "s_cbranch_scc1 3", 0x30);
-  s += line(base + 0x24, "v_cmp_gt_i32_e32 vcc_lo, s6, v17");
-  s += line(base + 0x28, "v_cndmask_b32_e32 v16, 0xff800000, v16, vcc_lo");
-  s += line(base + 0x2c, "v_cndmask_b32_e32 v18, 0xff800000, v18, vcc_lo");
-  s += line(base + 0x30, "v_exp_f32_e32 v16, v16");
-  s += line(base + 0x34, "v_exp_f32_e32 v18, v18");
-  s += line(base + 0x38, "v_dual_max_num_f32 v20, v16, v18 :: v_dual_add_f32 v21, v16, v18");
-  s += line(base + 0x3c, "v_max_num_f32_e32 v22, v20, v21");
-  s += line(base + 0x40, "v_wmma_f32_16x16x16_fp8_fp8 v[24:31], v[32:33], v[34:35], v[24:31]");
-  s += line(base + 0x44, "v_wmma_f32_16x16x16_fp8_fp8 v[24:31], v[36:37], v[38:39], v[24:31]");
-  s += line(base + 0x48, "ds_load_b128 v[40:43], v44");
-  s += line(base + 0x4c, "global_load_b128 v[48:51], v52, s[0:1]");
-  s += line(base + 0x50, "s_wait_loadcnt 0x0");
-  s += line(base + 0x54, "s_add_co_i32 s4, s4, 1");
-  s += line(base + 0x58, "s_cmp_lt_i32 s4, s7");
-  s += line(base + 0x5c, "s_cbranch_scc1 65516", 0x10);
-  s += line(base + 0x60, "global_store_b128 v52, v[24:27], s[2:3]");
-  s += line(base + 0x64, "s_endpgm");
-  return s;
+  return listing(0x1000, R"(
+    s_load_b128 s[0:3], s[0:1], 0x0
+    v_mov_b32_e32 v1, 0
+    s_mov_b32 s4, 0
+    s_nop 0
+    v_wmma_i32_16x16x16_iu8 v[0:7], v[8:9], v[10:11], v[0:7] neg_lo:[1,1,0]
+    v_wmma_i32_16x16x16_iu8 v[0:7], v[12:13], v[14:15], v[0:7] neg_lo:[1,1,0]
+    v_cvt_f32_i32_e32 v16, v0
+    s_cmp_lg_u32 s5, 0
+    s_cbranch_scc1 3 -> 0x30
+    v_cmp_gt_i32_e32 vcc_lo, s6, v17
+    v_cndmask_b32_e32 v16, 0xff800000, v16, vcc_lo
+    v_cndmask_b32_e32 v18, 0xff800000, v18, vcc_lo
+    v_exp_f32_e32 v16, v16
+    v_exp_f32_e32 v18, v18
+    v_dual_max_num_f32 v20, v16, v18 :: v_dual_add_f32 v21, v16, v18
+    v_max_num_f32_e32 v22, v20, v21
+    v_wmma_f32_16x16x16_fp8_fp8 v[24:31], v[32:33], v[34:35], v[24:31]
+    v_wmma_f32_16x16x16_fp8_fp8 v[24:31], v[36:37], v[38:39], v[24:31]
+    ds_load_b128 v[40:43], v44
+    global_load_b128 v[48:51], v52, s[0:1]
+    s_wait_loadcnt 0x0
+    s_add_co_i32 s4, s4, 1
+    s_cmp_lt_i32 s4, s7
+    s_cbranch_scc1 65516 -> 0x10
+    global_store_b128 v52, v[24:27], s[2:3]
+    s_endpgm
+  )");
 }
 
 }  // namespace
@@ -150,23 +177,22 @@ TEST_CASE("isa key loop: a join block placed before its predecessor is no loop; 
   // Layout as clang emits the key loop: header H (0x04), the QK WMMA, a branch forward to the
   // softmax S (0x20); S jumps *back* to the join J (0x10) that holds the PV WMMA, and J branches
   // back to H. Only J -> H is a back edge; S -> J is a forward edge of the control flow.
-  const unsigned base = 0x2000;
-  std::string s = "0000000000002000 <k>:\n";
-  s += line(base + 0x00, "s_mov_b32 s4, 0");
-  s += line(base + 0x04, "v_wmma_i32_16x16x16_iu8 v[0:7], v[8:9], v[10:11], v[0:7]");  // H
-  s += line(base + 0x08, "s_branch 6", 0x24);                                            // -> S
-  s += line(base + 0x0c, "s_endpgm");
-  s += line(base + 0x10, "v_wmma_f32_16x16x16_fp8_fp8 v[24:31], v[32:33], v[34:35], v[24:31]");  // J
-  s += line(base + 0x14, "s_add_co_i32 s4, s4, 1");
-  s += line(base + 0x18, "s_cmp_lt_i32 s4, s7");
-  s += line(base + 0x1c, "s_cbranch_scc1 65529", 0x04);                                  // J -> H
-  s += line(base + 0x20, "s_endpgm");
-  s += line(base + 0x24, "v_exp_f32_e32 v1, v1");                                        // S
-  s += line(base + 0x28, "s_cmp_eq_u32 s5, 0");
-  s += line(base + 0x2c, "s_cbranch_scc1 65528", 0x10);                                  // S -> J (full tile)
-  s += line(base + 0x30, "v_cndmask_b32_e32 v1, 0, v1, vcc_lo");                        // mask
-  s += line(base + 0x34, "s_branch 65527", 0x10);                                        // -> J
-  const KeyLoop loop = find_key_loop(parse_objdump(s), modeled_cycles);
+  const KeyLoop loop = key_loop_of(0x2000, R"(
+    s_mov_b32 s4, 0
+    v_wmma_i32_16x16x16_iu8 v[0:7], v[8:9], v[10:11], v[0:7]  // H
+    s_branch 6 -> 0x24  // -> S
+    s_endpgm
+    v_wmma_f32_16x16x16_fp8_fp8 v[24:31], v[32:33], v[34:35], v[24:31]  // J
+    s_add_co_i32 s4, s4, 1
+    s_cmp_lt_i32 s4, s7
+    s_cbranch_scc1 65529 -> 0x04  // J -> H
+    s_endpgm
+    v_exp_f32_e32 v1, v1  // S
+    s_cmp_eq_u32 s5, 0
+    s_cbranch_scc1 65528 -> 0x10  // S -> J (full tile)
+    v_cndmask_b32_e32 v1, 0, v1, vcc_lo  // mask
+    s_branch 65527 -> 0x10  // -> J
+  )");
   REQUIRE_MESSAGE(loop.found, loop.problem);
   CHECK(loop.begin == 0x2004);
   CHECK(loop.end == 0x2034);
@@ -180,26 +206,20 @@ TEST_CASE("isa key loop: a join block placed before its predecessor is no loop; 
   CHECK(loop.heaviest.counts.instructions == loop.steady.counts.instructions + 2);
 
   // No WMMA at all, and WMMAs outside any loop.
-  std::string flat = "0000000000003000 <k>:\n";
-  flat += line(0x3000, "v_add_f32_e32 v1, v1, v2");
-  flat += line(0x3004, "s_endpgm");
-  const KeyLoop none = find_key_loop(parse_objdump(flat), modeled_cycles);
+  const KeyLoop none = key_loop_of(0x3000, "v_add_f32_e32 v1, v1, v2\ns_endpgm");
   CHECK_FALSE(none.found);
   CHECK(none.problem.find("no WMMA") != std::string::npos);
-  std::string straight = "0000000000003000 <k>:\n";
-  straight += line(0x3000, "v_wmma_i32_16x16x16_iu8 v[0:7], v[8:9], v[10:11], v[0:7]");
-  straight += line(0x3004, "s_endpgm");
-  const KeyLoop unlooped = find_key_loop(parse_objdump(straight), modeled_cycles);
+  const KeyLoop unlooped = key_loop_of(0x3000, "v_wmma_i32_16x16x16_iu8 v[0:7], v[8:9], v[10:11], v[0:7]\ns_endpgm");
   CHECK_FALSE(unlooped.found);
   CHECK(unlooped.problem.find("no loop") != std::string::npos);
   // A loop inside the key loop (the kernel unrolls everything inside it).
-  std::string nested = "0000000000004000 <k>:\n";
-  nested += line(0x4000, "v_wmma_i32_16x16x16_iu8 v[0:7], v[8:9], v[10:11], v[0:7]");
-  nested += line(0x4004, "v_add_f32_e32 v1, v1, v2");
-  nested += line(0x4008, "s_cbranch_scc1 65534", 0x4004 - 0x4000);
-  nested += line(0x400c, "s_cbranch_scc0 65532", 0);
-  nested += line(0x4010, "s_endpgm");
-  const KeyLoop inner = find_key_loop(parse_objdump(nested), modeled_cycles);
+  const KeyLoop inner = key_loop_of(0x4000, R"(
+    v_wmma_i32_16x16x16_iu8 v[0:7], v[8:9], v[10:11], v[0:7]
+    v_add_f32_e32 v1, v1, v2
+    s_cbranch_scc1 65534 -> 0x4
+    s_cbranch_scc0 65532 -> 0x0
+    s_endpgm
+  )");
   CHECK_FALSE(inner.found);
   CHECK(inner.problem.find("inside the key loop") != std::string::npos);
 }

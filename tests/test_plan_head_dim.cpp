@@ -21,15 +21,7 @@ using namespace sagejit;
 namespace {
 
 AttentionCall call_with_head_dim(std::int64_t head_dim) {
-  AttentionCall call;
-  call.batch = 2;
-  call.heads_q = 4;
-  call.heads_kv = 2;
-  call.seq_q = 300;
-  call.seq_kv = 777;
-  call.head_dim = head_dim;
-  call.sm_scale = 0.125f;
-  return call;
+  return {.batch = 2, .heads_q = 4, .heads_kv = 2, .seq_q = 300, .seq_kv = 777, .head_dim = head_dim, .sm_scale = 0.125f};
 }
 
 std::string unsupported_message(std::int64_t head_dim) {

@@ -92,7 +92,7 @@ TEST_CASE("reading refuses a FIFO, a device and an oversized file, naming the fi
 }
 
 TEST_CASE("SAGEJIT_RECORD_MISSES never appends through a symlink or into another link of a file") {
-  log::set_level(log::Level::off);
+  const test::QuietLog quiet;
   test::TempDir root;
   write_text(root / "victim", "precious\n");
   ProblemKey key;
@@ -106,15 +106,12 @@ TEST_CASE("SAGEJIT_RECORD_MISSES never appends through a symlink or into another
   CHECK(text_of(root / "victim") == "precious\n");
   MissRecorder((root / "fresh.jsonl").string()).record(key);
   CHECK(read_recorded_misses((root / "fresh.jsonl").string()).size() == 1);
-  log::set_level(log::Level::warn);
 }
 
 TEST_CASE("SAGEJIT_DUMP_DIR: planted symlinks under the predictable names are replaced, never followed") {
-  log::set_level(log::Level::off);
+  const test::QuietLog quiet;
   test::TempDir root;
-  const fs::path dump_dir = root / "dump";
-  fs::create_directories(dump_dir);
-  ::chmod(dump_dir.c_str(), 0700);
+  const fs::path dump_dir = test::make_dir(root / "dump", 0700);
   write_text(root / "bashrc", "precious\n");
   CompileRequest request{"probe.kernel", "source text", "gfx1201", {}};
   const std::vector<std::byte> code = test::code_object_bytes(100);
@@ -130,15 +127,12 @@ TEST_CASE("SAGEJIT_DUMP_DIR: planted symlinks under the predictable names are re
   CHECK(text_of(dump_dir / (stem + ".src")) == "source text");
   CHECK(fs::is_regular_file(fs::symlink_status(dump_dir / (stem + ".co"))));
   // A dump dir others may write is refused (nothing written).
-  const fs::path open_dir = root / "open";
-  fs::create_directories(open_dir);
-  ::chmod(open_dir.c_str(), 0777);
+  const fs::path open_dir = test::make_dir(root / "open", 0777);
   {
     ScopedEnv env("SAGEJIT_DUMP_DIR", open_dir.string());
     dump_compile_if_requested(dump);
   }
   CHECK(fs::is_empty(open_dir));
-  log::set_level(log::Level::warn);
 }
 
 TEST_CASE("a process that outlives its timeout is killed with its process group") {

@@ -9,6 +9,9 @@ import pytest
 if os.environ.get("SAGEJIT_TEST_INSTALLED") != "1":
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import sagejit  # noqa: E402 (after the path above)
+from sagejit._library import Tensor  # noqa: E402
+
 SEED_VARIABLE = "SAGEJIT_TEST_SEED"
 
 
@@ -19,3 +22,46 @@ def seed(request):
     value = int(os.environ.get(SEED_VARIABLE) or random.SystemRandom().randrange(2**31))
     print(f"seed {value}; replay: {SEED_VARIABLE}={value} python -m pytest '{request.node.nodeid}'")
     return value
+
+
+@pytest.fixture
+def lib():
+    """libsagejit through ctypes; the test is skipped, saying why, when it does not load."""
+    try:
+        return sagejit.library()
+    except sagejit.SagejitError as error:
+        pytest.skip(f"libsagejit not loadable: {error}")
+
+
+@pytest.fixture
+def dense_tensor():
+    """dense_tensor(address, dims, dtype=0): a C ABI tensor of `dims` at `address`, dense in that order
+    (HND), on device 0."""
+    def make(address, dims, dtype=0):
+        tensor = Tensor()
+        tensor.data = address
+        tensor.dtype = dtype
+        tensor.device = 0
+        stride = 1
+        for i in reversed(range(4)):
+            tensor.shape[i] = dims[i]
+            tensor.strides[i] = stride
+            stride *= dims[i]
+        return tensor
+    return make
+
+
+@pytest.fixture
+def emulated_integration(lib):
+    """emulated_integration(module): that integration sends CPU tensors to the library's emulator, not
+    strict, counters zero, for this test; afterwards both switches off and the counters zero again."""
+    modules = []
+
+    def start(module):
+        module.configure(strict=False, emulate_on_cpu=True)
+        module.reset_counters()
+        modules.append(module)
+    yield start
+    for module in modules:
+        module.configure(strict=False, emulate_on_cpu=False)
+        module.reset_counters()

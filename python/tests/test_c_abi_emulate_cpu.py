@@ -5,17 +5,8 @@ import math
 import random
 import struct
 
-import pytest
-
 import sagejit
-from sagejit._library import Options, SagejitError, Tensor
-
-
-def _lib_or_skip():
-    try:
-        return sagejit.library()
-    except SagejitError as error:
-        pytest.skip(f"libsagejit not found: {error}")
+from sagejit._library import Options
 
 
 def _bf16_bits(value):
@@ -28,26 +19,16 @@ def _bf16_value(bits):
     return struct.unpack("<f", struct.pack("<I", bits << 16))[0]
 
 
-def _host_tensor(shape, values):
+def _host_tensor(dense_tensor, shape, values):
     """A dense HND bf16 tensor in a ctypes array; returns (Tensor, array)."""
     storage = (ctypes.c_uint16 * len(values))(*[_bf16_bits(v) for v in values])
-    tensor = Tensor()
-    tensor.data = ctypes.cast(storage, ctypes.c_void_p).value
-    tensor.dtype = 0  # bf16
-    tensor.device = 0
-    stride = 1
-    for i in reversed(range(4)):
-        tensor.shape[i] = shape[i]
-        tensor.strides[i] = stride
-        stride *= shape[i]
-    return tensor, storage
+    return dense_tensor(ctypes.cast(storage, ctypes.c_void_p).value, shape), storage
 
 
-def test_default_options_carry_their_size_and_a_zero_size_is_named():
-    lib = _lib_or_skip()
+def test_default_options_carry_their_size_and_a_zero_size_is_named(lib, dense_tensor):
     assert lib.sagejit_default_options().struct_size == ctypes.sizeof(Options)
     shape = (1, 1, 4, 64)
-    q, q_data = _host_tensor(shape, [0.0] * 256)
+    q, q_data = _host_tensor(dense_tensor, shape, [0.0] * 256)
     options = Options()  # struct_size 0: never initialised from sagejit_default_options()
     status = lib.sagejit_emulate_attention(ctypes.byref(q), ctypes.byref(q), ctypes.byref(q), ctypes.byref(q),
                                            ctypes.byref(options), None)
@@ -55,8 +36,7 @@ def test_default_options_carry_their_size_and_a_zero_size_is_named():
     assert "options.struct_size is 0" in sagejit._library.last_error()
 
 
-def test_emulate_attention_on_host_memory_matches_float64_attention():
-    lib = _lib_or_skip()
+def test_emulate_attention_on_host_memory_matches_float64_attention(lib, dense_tensor):
     rng = random.Random()
     seed = rng.randrange(1 << 30)
     rng.seed(seed)
@@ -64,10 +44,10 @@ def test_emulate_attention_on_host_memory_matches_float64_attention():
     q_values = [rng.gauss(0, 1) for _ in range(heads * seq_q * dim)]
     k_values = [rng.gauss(0, 1) for _ in range(heads * seq_kv * dim)]
     v_values = [rng.gauss(0, 1) for _ in range(heads * seq_kv * dim)]
-    q, q_data = _host_tensor((1, heads, seq_q, dim), q_values)
-    k, k_data = _host_tensor((1, heads, seq_kv, dim), k_values)
-    v, v_data = _host_tensor((1, heads, seq_kv, dim), v_values)
-    out, out_data = _host_tensor((1, heads, seq_q, dim), [float("nan")] * (heads * seq_q * dim))
+    q, q_data = _host_tensor(dense_tensor, (1, heads, seq_q, dim), q_values)
+    k, k_data = _host_tensor(dense_tensor, (1, heads, seq_kv, dim), k_values)
+    v, v_data = _host_tensor(dense_tensor, (1, heads, seq_kv, dim), v_values)
+    out, out_data = _host_tensor(dense_tensor, (1, heads, seq_q, dim), [float("nan")] * (heads * seq_q * dim))
     lse = (ctypes.c_float * (heads * seq_q))()
     options = lib.sagejit_default_options()
     options.lse = ctypes.cast(lse, ctypes.c_void_p).value
@@ -100,11 +80,10 @@ def test_emulate_attention_on_host_memory_matches_float64_attention():
     assert cosine > 0.99, f"cosine {cosine} (seed {seed})"
 
 
-def test_emulate_attention_names_an_unknown_target():
-    lib = _lib_or_skip()
+def test_emulate_attention_names_an_unknown_target(lib, dense_tensor):
     shape = (1, 1, 4, 64)
-    q, q_data = _host_tensor(shape, [0.5] * 256)
-    out, out_data = _host_tensor(shape, [0.0] * 256)
+    q, q_data = _host_tensor(dense_tensor, shape, [0.5] * 256)
+    out, out_data = _host_tensor(dense_tensor, shape, [0.0] * 256)
     status = lib.sagejit_emulate_attention(ctypes.byref(q), ctypes.byref(q), ctypes.byref(q), ctypes.byref(out), None,
                                            b"gfx9999")
     assert status == 1

@@ -39,16 +39,8 @@ class _ModelPatcher:
 
 
 @pytest.fixture(autouse=True)
-def _emulated():
-    try:
-        sagejit.library()
-    except sagejit.SagejitError as error:
-        pytest.skip(f"libsagejit not loadable: {error}")
-    sj_comfyui.configure(emulate_on_cpu=True)
-    sj_comfyui.reset_counters()
-    yield
-    sj_comfyui.configure(emulate_on_cpu=False)
-    sj_comfyui.reset_counters()
+def _emulated(emulated_integration):
+    emulated_integration(sj_comfyui)
 
 
 def test_node_mappings():

@@ -35,16 +35,9 @@ MIN_COSINE_CP = 0.999
 
 
 @pytest.fixture(autouse=True)
-def _emulated():
-    try:
-        sagejit.library()
-    except sagejit.SagejitError as error:
-        pytest.skip(f"libsagejit not loadable: {error}")
-    sj_diffusers.configure(strict=False, emulate_on_cpu=True)
-    sj_diffusers.reset_counters()
+def _emulated(emulated_integration):
+    emulated_integration(sj_diffusers)
     yield
-    sj_diffusers.configure(strict=False, emulate_on_cpu=False)
-    sj_diffusers.reset_counters()
     # set_attention_backend also sets diffusers' process-wide active backend: give it back
     _AttentionBackendRegistry.set_active_backend(AttentionBackendName.NATIVE)
 

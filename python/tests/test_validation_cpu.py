@@ -7,42 +7,22 @@ import pytest
 
 import sagejit
 from sagejit import _library
-from sagejit._library import Options, SagejitError, Tensor
+from sagejit._library import Options, SagejitError
 
 
-def _lib_or_skip():
-    try:
-        return sagejit.library()
-    except SagejitError as error:
-        pytest.skip(f"libsagejit not found: {error}")
-
-
-def _tensor(index, dims, dtype=0):
-    t = Tensor()
-    t.data = index << 20  # fake, aligned, never dereferenced
-    t.dtype = dtype
-    t.device = 0
-    stride = 1
-    for i in reversed(range(4)):
-        t.shape[i] = dims[i]
-        t.strides[i] = stride
-        stride *= dims[i]
-    return t
-
-
-def _valid_call():
+def _valid_call(lib, dense_tensor):
     batch, heads_kv, group = random.randint(1, 3), random.randint(1, 4), random.randint(1, 3)
     seq_q, seq_kv, head_dim = random.randint(1, 300), random.randint(1, 300), 8 * random.randint(1, 16)
     dtype = random.choice([0, 1])
-    q = _tensor(1, (batch, heads_kv * group, seq_q, head_dim), dtype)
-    k = _tensor(2, (batch, heads_kv, seq_kv, head_dim), dtype)
-    v = _tensor(3, (batch, heads_kv, seq_kv, head_dim), dtype)
-    out = _tensor(4, (batch, heads_kv * group, seq_q, head_dim), dtype)
-    return q, k, v, out, _lib_or_skip().sagejit_default_options()
+    # Fake, aligned addresses, never dereferenced.
+    q = dense_tensor(1 << 20, (batch, heads_kv * group, seq_q, head_dim), dtype)
+    k = dense_tensor(2 << 20, (batch, heads_kv, seq_kv, head_dim), dtype)
+    v = dense_tensor(3 << 20, (batch, heads_kv, seq_kv, head_dim), dtype)
+    out = dense_tensor(4 << 20, (batch, heads_kv * group, seq_q, head_dim), dtype)
+    return q, k, v, out, lib.sagejit_default_options()
 
 
-def _attention(q, k, v, out, options):
-    lib = _lib_or_skip()
+def _attention(lib, q, k, v, out, options):
     return lib.sagejit_attention(ctypes.byref(q), ctypes.byref(k), ctypes.byref(v), ctypes.byref(out),
                                  ctypes.byref(options), None)
 
@@ -136,21 +116,19 @@ def _scale(c):
 
 
 @pytest.mark.parametrize("breaks,status,part", CASES)
-def test_c_abi_validation(breaks, status, part):
-    call = list(_valid_call())
+def test_c_abi_validation(breaks, status, part, lib, dense_tensor):
+    call = list(_valid_call(lib, dense_tensor))
     breaks(call)
-    assert _attention(*call) == status
+    assert _attention(lib, *call) == status
     message = _library.last_error()
     assert part in message
     supported = ctypes.c_int(-1)
-    lib = _lib_or_skip()
     assert lib.sagejit_supports(*(ctypes.byref(x) for x in call), ctypes.byref(supported)) == 0
     assert supported.value == 0
     assert _library.last_error() == message
 
 
-def test_version_and_status_names():
-    lib = _lib_or_skip()
+def test_version_and_status_names(lib):
     assert sagejit.version().count(".") == 2
     assert lib.sagejit_status_string(2) == b"unsupported"
 

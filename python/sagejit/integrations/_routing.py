@@ -76,6 +76,10 @@ class Router:
             self._routed = 0
             self._reasons.clear()
 
+    def module_functions(self):
+        """(configure, counters, reset_counters): what each integration module exports under those names."""
+        return self.configure, self.counters, self.reset_counters
+
     def _policy_reason(self, q):
         if q.device.type == "cpu" and not self.emulate_on_cpu:
             return "cpu tensors"

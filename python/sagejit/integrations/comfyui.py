@@ -17,9 +17,7 @@ ComfyUI's own attention function when the custom node installs this (integration
 from ._routing import Router
 
 _router = Router("comfyui")
-configure = _router.configure
-counters = _router.counters
-reset_counters = _router.reset_counters
+configure, counters, reset_counters = _router.module_functions()
 
 
 def _heads_layout(q, k, v, heads, skip_reshape, enable_gqa):

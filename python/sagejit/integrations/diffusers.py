@@ -27,9 +27,7 @@ BACKEND_NAME = "sagejit"
 _ENUM_MEMBER = "SAGEJIT"
 
 _router = Router("diffusers")
-configure = _router.configure
-counters = _router.counters
-reset_counters = _router.reset_counters
+configure, counters, reset_counters = _router.module_functions()
 
 
 def _native(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, return_lse):

@@ -9,9 +9,7 @@ from ._reference import attention_with_lse
 from ._routing import Router
 
 _router = Router("sageattention")
-configure = _router.configure
-counters = _router.counters
-reset_counters = _router.reset_counters
+configure, counters, reset_counters = _router.module_functions()
 
 
 def _sdpa(q, k, v, tensor_layout, is_causal, sm_scale, return_lse, attn_mask, dropout_p):

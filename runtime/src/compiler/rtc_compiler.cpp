@@ -20,13 +20,8 @@ using namespace rtc_api;
 
 class RtcCompiler final : public Compiler {
  public:
-  struct Binding {
-    const RtcVendor* vendor;
-    Functions api;
-  };
-
-  RtcCompiler(DynamicLibrary library, const Binding& binding)
-      : library_(std::move(library)), vendor_(*binding.vendor), api_(binding.api) {
+  RtcCompiler(DynamicLibrary library, const RtcVendor& vendor, const Functions& api)
+      : library_(std::move(library)), vendor_(vendor), api_(api) {
     version_ = vendor_.read_version(library_, api_);
     identity_ = fmt::format("{} {}", vendor_.name, version_.text);
   }
@@ -136,14 +131,11 @@ void check_rtc_call(const RtcVendor& vendor, const Functions& api, Result result
   if (result == kSuccess) return;
   fail(ErrorCode::compile_error, "{} call {} failed: {}", vendor.display, call,
        api.get_error_string.address != nullptr ? api.get_error_string(result)
-                                               : fmt::format("{} {}", vendor.result_type, result));
+                                               : fmt::format("{}Result {}", vendor.name, result));
 }
 
 LoadedLibrary<Compiler> load_rtc_compiler(const RtcVendor& vendor) {
-  auto loaded = load_library<RtcCompiler>(
-      open_runtime_library(vendor.library),
-      [&vendor](const DynamicLibrary& library) { return RtcCompiler::Binding{&vendor, bind_symbols(library, vendor.symbols)}; });
-  return {std::move(loaded.loaded), std::move(loaded.error)};
+  return load_library<Compiler, RtcCompiler>(open_runtime_library(vendor.library), vendor);
 }
 
 }  // namespace sagejit

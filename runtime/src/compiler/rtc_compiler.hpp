@@ -34,10 +34,8 @@ struct RtcFamilyFloor {
 struct RtcVendor {
   CompilerKind kind;
   Vendor target_vendor;          // which targets it accepts
-  std::string_view name;         // "nvrtc": the identity's first word, the target check's label
+  std::string_view name;         // "nvrtc": the identity's first word, the target check's label, "nvrtcResult 7"
   std::string_view display;      // "NVRTC": in "NVRTC call nvrtcCompileProgram failed"
-  std::string_view result_type;  // "nvrtcResult": an error the library cannot name is "nvrtcResult 7"
-  rtc_api::Functions symbols;    // names only ("nvrtcCreateProgram"); bind_symbols fills in the addresses
   std::string_view code_noun;    // "cubin": what an empty result is called in the error
   std::string_view source_extension;  // ".cu": the file name the compiler (and its log) sees
   std::string_view log_alias;    // another name the log may use for the source (comgr's), or empty
@@ -47,6 +45,7 @@ struct RtcVendor {
   std::vector<std::string> option_env_vars;  // read by the library itself; they change the code
   std::optional<RtcFamilyFloor> family_floor;
   int serial_below_major = 0;  // releases below this keep process-global state: one compile at a time
+  rtc_api::Functions symbols;  // names only ("nvrtcCreateProgram"); bind_symbols fills in the addresses
 };
 
 // Throws Error(compile_error) "<display> call <call> failed: <error string>" unless result is success.

@@ -14,6 +14,21 @@
 namespace sagejit {
 namespace {
 
+// Each call's NVRTC and hipRTC symbol side by side (nullptr: that library has no such call). hipRTC
+// copies NVRTC's API under its own prefix, except the code getter (nvrtcGetCUBIN, hiprtcGetCode).
+rtc_api::Functions symbols_of(CompilerKind kind) {
+  const auto in = [kind](const char* nvrtc, const char* hiprtc) { return kind == CompilerKind::nvrtc ? nvrtc : hiprtc; };
+  return {.get_error_string = in("nvrtcGetErrorString", "hiprtcGetErrorString"),
+          .create_program = in("nvrtcCreateProgram", "hiprtcCreateProgram"),
+          .destroy_program = in("nvrtcDestroyProgram", "hiprtcDestroyProgram"),
+          .compile_program = in("nvrtcCompileProgram", "hiprtcCompileProgram"),
+          .get_program_log_size = in("nvrtcGetProgramLogSize", "hiprtcGetProgramLogSize"),
+          .get_program_log = in("nvrtcGetProgramLog", "hiprtcGetProgramLog"),
+          .get_code_size = in("nvrtcGetCUBINSize", "hiprtcGetCodeSize"),
+          .get_code = in("nvrtcGetCUBIN", "hiprtcGetCode"),
+          .version = in("nvrtcVersion", nullptr)};  // hiprtcVersion answers a fixed 9.0: hiprtc_version below
+}
+
 // ---- NVRTC ----
 
 const RtcVendor& nvrtc_vendor();
@@ -35,14 +50,9 @@ std::vector<std::string> nvrtc_base_options(const std::string& target) {
 const RtcVendor& nvrtc_vendor() {
   static const RtcVendor vendor{
       .kind = CompilerKind::nvrtc, .target_vendor = Vendor::nvidia, .name = "nvrtc", .display = "NVRTC",
-      .result_type = "nvrtcResult",
-      .symbols = {.get_error_string = {"nvrtcGetErrorString"}, .create_program = {"nvrtcCreateProgram"},
-                  .destroy_program = {"nvrtcDestroyProgram"}, .compile_program = {"nvrtcCompileProgram"},
-                  .get_program_log_size = {"nvrtcGetProgramLogSize"}, .get_program_log = {"nvrtcGetProgramLog"},
-                  .get_code_size = {"nvrtcGetCUBINSize"}, .get_code = {"nvrtcGetCUBIN"}, .version = {"nvrtcVersion"}},
       .code_noun = "cubin", .source_extension = ".cu", .log_alias = "",
       .library = RuntimeLibrary::nvrtc, .read_version = nvrtc_version, .base_options = nvrtc_base_options, .option_env_vars = {},
-      .family_floor = std::nullopt, .serial_below_major = 0};
+      .family_floor = std::nullopt, .serial_below_major = 0, .symbols = symbols_of(CompilerKind::nvrtc)};
   return vendor;
 }
 
@@ -139,16 +149,11 @@ const RtcVendor& hiprtc_vendor() {
   // process (heap corruption) instead of failing.
   static const RtcVendor vendor{
       .kind = CompilerKind::hiprtc, .target_vendor = Vendor::amd, .name = "hiprtc", .display = "hipRTC",
-      .result_type = "hiprtcResult",
-      .symbols = {.get_error_string = {"hiprtcGetErrorString"}, .create_program = {"hiprtcCreateProgram"},
-                  .destroy_program = {"hiprtcDestroyProgram"}, .compile_program = {"hiprtcCompileProgram"},
-                  .get_program_log_size = {"hiprtcGetProgramLogSize"}, .get_program_log = {"hiprtcGetProgramLog"},
-                  .get_code_size = {"hiprtcGetCodeSize"}, .get_code = {"hiprtcGetCode"}},
       .code_noun = "code object", .source_extension = ".hip",
       .log_alias = "CompileSource", .library = RuntimeLibrary::hiprtc, .read_version = hiprtc_version,
       .base_options = hiprtc_base_options,
       .option_env_vars = {"HIPRTC_COMPILE_OPTIONS_APPEND"}, .family_floor = RtcFamilyFloor{"gfx12", 6, 4, "ROCm"},
-      .serial_below_major = 6};
+      .serial_below_major = 6, .symbols = symbols_of(CompilerKind::hiprtc)};
   return vendor;
 }
 

@@ -48,13 +48,8 @@ class DriverDevice final : public Device {
   };
 
  public:
-  struct Binding {
-    const VendorTable* vendor;
-    Calls calls;
-  };
-
-  DriverDevice(DynamicLibrary library, const Binding& binding)
-      : library_(std::move(library)), vendor_(*binding.vendor), api_(binding.calls) {
+  DriverDevice(DynamicLibrary library, const VendorTable& vendor, const Calls& calls)
+      : library_(std::move(library)), vendor_(vendor), api_(calls) {
     int version = 0;
     if (api_.driver_version(&version) == kSuccess)
       version_ = format_version(version);
@@ -414,10 +409,7 @@ void* DriverModule::function(const std::string& name) {
 }  // namespace
 
 LoadedLibrary<Device> load_driver_device(const VendorTable& vendor) {
-  auto loaded = load_library<DriverDevice>(vendor.open(), [&vendor](const DynamicLibrary& library) {
-    return DriverDevice::Binding{&vendor, bind_symbols(library, vendor.symbols)};
-  });
-  return {std::move(loaded.loaded), std::move(loaded.error)};
+  return load_library<Device, DriverDevice>(vendor.open(), vendor);
 }
 
 }  // namespace sagejit

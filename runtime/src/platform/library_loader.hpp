@@ -91,14 +91,14 @@ inline OpenedLibrary open_first_candidate(const std::vector<std::string>& candid
   return {std::move(library), {}};
 }
 
-// Resolves the functions of `opened` with `resolve_functions(library)` (which throws Error naming a
-// missing symbol) and builds Loaded(library, functions); keeps the reason when either step failed.
-template <typename Loaded, typename Resolve>
-LoadedLibrary<Loaded> load_library(OpenedLibrary opened, Resolve resolve_functions) {
+// Binds `vendor.symbols` in `opened` (bind_symbols) and builds Loaded(library, vendor, bound table), an
+// Interface; keeps the reason when opening, binding or building failed.
+template <typename Interface, typename Loaded, typename Vendor>
+LoadedLibrary<Interface> load_library(OpenedLibrary opened, const Vendor& vendor) {
   if (!opened.library) return {nullptr, std::move(opened.error)};
   try {
-    const auto functions = resolve_functions(*opened.library);
-    return {std::make_unique<Loaded>(std::move(*opened.library), functions), {}};
+    const auto symbols = bind_symbols(*opened.library, vendor.symbols);
+    return {std::make_unique<Loaded>(std::move(*opened.library), vendor, symbols), {}};
   } catch (const Error& error) {
     return {nullptr, error.what()};
   }

@@ -28,31 +28,22 @@ bool is_executable_file(const std::string& path) {
   return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
-// posix_spawn_file_actions_t with guaranteed cleanup.
-class FileActions {
+// A posix_spawn object (file actions, attributes) with guaranteed cleanup.
+template <typename Object, int (*initialise)(Object*), int (*destroy)(Object*)>
+class SpawnObject {
  public:
-  FileActions() { ::posix_spawn_file_actions_init(&actions_); }
-  ~FileActions() { ::posix_spawn_file_actions_destroy(&actions_); }
-  FileActions(const FileActions&) = delete;
-  FileActions& operator=(const FileActions&) = delete;
-  posix_spawn_file_actions_t* get() { return &actions_; }
+  SpawnObject() { initialise(&object_); }
+  ~SpawnObject() { destroy(&object_); }
+  SpawnObject(const SpawnObject&) = delete;
+  SpawnObject& operator=(const SpawnObject&) = delete;
+  Object* get() { return &object_; }
 
  private:
-  posix_spawn_file_actions_t actions_{};
+  Object object_{};
 };
-
-// posix_spawnattr_t with guaranteed cleanup.
-class SpawnAttributes {
- public:
-  SpawnAttributes() { ::posix_spawnattr_init(&attributes_); }
-  ~SpawnAttributes() { ::posix_spawnattr_destroy(&attributes_); }
-  SpawnAttributes(const SpawnAttributes&) = delete;
-  SpawnAttributes& operator=(const SpawnAttributes&) = delete;
-  posix_spawnattr_t* get() { return &attributes_; }
-
- private:
-  posix_spawnattr_t attributes_{};
-};
+using FileActions =
+    SpawnObject<posix_spawn_file_actions_t, ::posix_spawn_file_actions_init, ::posix_spawn_file_actions_destroy>;
+using SpawnAttributes = SpawnObject<posix_spawnattr_t, ::posix_spawnattr_init, ::posix_spawnattr_destroy>;
 
 void require_ok(int result, const char* what) {
   if (result != 0) fail(ErrorCode::internal, "{} failed: {}", what, std::strerror(result));
