@@ -1,6 +1,6 @@
 #pragma once
 // The GPU runtime behind one small interface, implemented once over the CUDA driver API and the
-// HIP module API (driver_device.cpp; the vendor differences are cuda_driver.cpp / hip_driver.cpp).
+// HIP module API (driver_device.cpp; each vendor's symbols and data: driver_vendors.cpp).
 // Vendor libraries are loaded with dlopen on first use, so the library loads and its CPU paths work
 // on a machine with no GPU runtime at all.
 #include <array>

@@ -2,8 +2,8 @@
 // The entry points sagejit calls in the CUDA driver API (libcuda) and the HIP runtime's module API
 // (libamdhip64), restated from cuda.h (CUDA 12/13) and the HIP headers (ROCm 5.2 .. 7.x) so the build
 // needs neither toolkit's headers. HIP's module API mirrors the driver API call for call, so one
-// table (`Calls`) serves both: each vendor's copy of it (driver_vendors.cpp) names that vendor's
-// symbols, and a call only one vendor has is named only in its copy (null in the other's).
+// table (`Calls`) serves both: driver_vendors.cpp names each call's CUDA and HIP symbol, and a call
+// only one vendor has stays unnamed (and null) in the other vendor's table.
 //
 // Types are the vendors' own where they agree (results and device handles are int). Module,
 // function, stream and event handles are pointers to opaque structs in both (CUmodule, hipModule_t,
