@@ -4,20 +4,20 @@
 # `sagejit-selftest --quick`; then bench_attention of both on the same shapes, configs and inputs
 # (fixed seed), alternating the trees, so the figures are a same-run comparison.
 #   bench/h200_before_after.sh <before-src> <after-src> <deps-prefix> <out-dir>
-# <deps-prefix> holds the header-only dependencies (fmt, nlohmann_json, CLI11, doctest, xxHash) with
-# their CMake configs, for a machine without them (copied from the Debian packages).
+# Kernel speed alone (only bench_attention is built, no tests), two rounds:
+#   BENCH_ONLY=1 ROUNDS=2 bench/h200_before_after.sh <before-src> <after-src> <deps-prefix> <out-dir>
+# <deps-prefix>: bench/h200_build.sh.
 set -uo pipefail
 before=$(realpath "$1") after=$(realpath "$2") deps=$(realpath "$3") out=$4
 mkdir -p "$out"
-jobs=$(nproc)
-build() {
-  cmake -S "$1" -B "$2" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$deps/usr" \
-        -DCMAKE_INCLUDE_PATH="$deps/usr/include" && cmake --build "$2" -j "$jobs"
-}
-build "$before" /tmp/sj-before >"$out/build-before.log" 2>&1 & b1=$!
-build "$after" /tmp/sj-after >"$out/build-after.log" 2>&1 & b2=$!
+source "$(dirname "$0")/h200_build.sh"
+targets=()
+[[ ${BENCH_ONLY:-0} == 1 ]] && targets=(--target bench_attention)
+sj_build "$before" /tmp/sj-before "$deps" "${targets[@]}" >"$out/build-before.log" 2>&1 & b1=$!
+sj_build "$after" /tmp/sj-after "$deps" "${targets[@]}" >"$out/build-after.log" 2>&1 & b2=$!
 wait $b1; echo "build before rc=$?"; wait $b2; echo "build after rc=$?"
 for tree in before after; do
+  [[ ${BENCH_ONLY:-0} == 1 ]] && break
   src=$before; [[ $tree == after ]] && src=$after
   (cd /tmp/sj-$tree && ctest -L gpu -V -j 4) >"$out/gpu-tests-$tree.log" 2>&1
   echo "$tree: ctest -L gpu rc=$? ($(grep -E 'tests passed' "$out/gpu-tests-$tree.log"));" \

@@ -2,7 +2,7 @@
 # The integrations' runs on the H200 machines (issue 15), results under $OUT (or ./out):
 #   bench/h200_integrations.sh tests models report   # nvidia-h200 (any subset, in that order):
 #       tests:  pytest of the integrations (GPU tests, and the CPU ones through the emulator)
-#       models: python/tests/run_diffusers_benchmark.py (Flux, Wan: forward times, accuracy vs native)
+#       models: bench/run_diffusers_benchmark.py (Flux, Wan: forward times, accuracy vs native)
 #       report: python -m sagejit bench (the JSON report for an issue)
 #   bench/h200_integrations.sh cp                    # nvidia-h200-x2: context parallel, 2 GPUs vs 1
 # Needs carried: .devdeps (the build's dependencies) and .whl (diffusers' wheel:
@@ -14,9 +14,8 @@ mkdir -p "$out"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH="$PWD/python:/tmp/site"
-cmake -S . -B build-h200 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PWD/.devdeps/usr" \
-  -DCMAKE_INCLUDE_PATH="$PWD/.devdeps/usr/include" >"$out/cmake.log" 2>&1
-cmake --build build-h200 -j "$(nproc)" --target sagejit sagejit-info sagejit-selftest >>"$out/cmake.log" 2>&1
+source "$(dirname "$0")/h200_build.sh"
+sj_build . build-h200 "$PWD/.devdeps" --target sagejit sagejit-info sagejit-selftest >"$out/cmake.log" 2>&1
 export SAGEJIT_LIBRARY="$PWD/build-h200/runtime/libsagejit.so"
 python3 -c 'import torch, diffusers; print("torch", torch.__version__, "diffusers", diffusers.__version__, "GPUs", torch.cuda.device_count())'
 for mode in "$@"; do
@@ -28,7 +27,7 @@ for mode in "$@"; do
         || echo "tests: exit status $?"
       ;;
     models)
-      python3 python/tests/run_diffusers_benchmark.py --json "$out/diffusers-bench.json" 2>&1 \
+      python3 bench/run_diffusers_benchmark.py --json "$out/diffusers-bench.json" 2>&1 \
         | grep -v "experimental\|kept in float32" | tee "$out/diffusers-bench.log" | tail -8 || echo "models: exit status $?"
       ;;
     report)
@@ -37,7 +36,7 @@ for mode in "$@"; do
       ;;
     cp)
       for backend in sagejit _native_cudnn; do
-        torchrun --nproc-per-node 2 python/tests/run_context_parallel.py --size bench --backend "$backend" \
+        torchrun --nproc-per-node 2 bench/run_context_parallel.py --size bench --backend "$backend" \
           --json "$out/context-parallel-$backend.json" 2>&1 | tee "$out/context-parallel-$backend.log" | grep '^{' \
           || echo "cp $backend: exit status $?; tail of its log:" && tail -5 "$out/context-parallel-$backend.log"
       done

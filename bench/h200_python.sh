@@ -6,14 +6,14 @@
 # 2. The Python tests (CPU and GPU) against the INSTALLED wheel (SAGEJIT_TEST_INSTALLED=1).
 # 3. bench/python_op_host.py: per-call host cost and first-call latency, side by side in one process
 #    with the previous tree's Python path when <previous-source-tree> is given (built here too).
-# <deps-prefix>: where fmt, nlohmann_json, CLI11, xxhash headers are (the machine has no apt).
+# <deps-prefix>: bench/h200_build.sh.
 set -euo pipefail
 deps=$(realpath "$1")
 out=$(realpath -m "$2")
 previous=${3:-}
 mkdir -p "$out"
 src=$(pwd)
-cmake_defs=(-DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_INCLUDE_PATH="$deps/usr/include")
+source "$src/bench/h200_build.sh"
 
 start=$(date +%s)
 python3 -m pip wheel -q --no-deps --no-build-isolation -w /tmp/sj-dist \
@@ -33,9 +33,8 @@ cd "$src"
 
 old_args=()
 if [[ -n "$previous" ]]; then
-  cmake -S "$previous" -B /tmp/sj-previous -G Ninja -DCMAKE_BUILD_TYPE=Release -DSAGEJIT_BUILD_TESTS=OFF \
-    -DSAGEJIT_BUILD_TOOLS=OFF "${cmake_defs[@]}" >/dev/null
-  cmake --build /tmp/sj-previous --target sagejit >/dev/null
+  sj_build "$previous" /tmp/sj-previous "$deps" -DSAGEJIT_BUILD_TESTS=OFF -DSAGEJIT_BUILD_TOOLS=OFF \
+    --target sagejit >/dev/null
   old_args=(--old-python "$previous/python/sagejit" --old-library /tmp/sj-previous/runtime/libsagejit.so)
 fi
 python3 bench/python_op_host.py "${old_args[@]}" --json "$out/python_op_host.json" \

@@ -4,7 +4,7 @@
 // trusts the fragment index functions of arch/mma_gfx12.h, which the host tests check against the
 // lane layout documented by AMD. This kernel runs one wave of the two WMMAs the kernel uses (iu8 for
 // S^T = K*Q^T, fp8 for O^T = V^T*P^T) with operands loaded through exactly those index functions,
-// and writes the raw accumulators. The host (tools/common/mma_probe.cpp) computes what each lane and
+// and writes the raw accumulators. The host (tools/support/mma_probe.cpp) computes what each lane and
 // VGPR must hold if the index functions describe the hardware, from the same functions, and compares
 // exactly (the inputs are small integers / exactly representable fp8 values, so fp32 sums are exact).
 //
@@ -62,7 +62,7 @@ SJ_KERNEL void sj_probe_gfx12(const sj_i8* k8, const sj_i8* q8, const sj_u8* v8,
 }
 
 // Effective accumulator precision of the fp8 WMMA (sagejit-selftest; host side and analysis:
-// tools/common/fp8_accumulation_probe.cpp, dev/fp8_accumulation.cpp). The attention kernel lets the
+// tools/support/fp8_accumulation_probe.cpp, dev/fp8_accumulation.cpp). The attention kernel lets the
 // PV WMMAs accumulate straight into O (descriptor flag pv_into_output), which is exact to the
 // contract only if the hardware keeps fp32's 24 bits both when it adds C and when it sums the
 // products of one WMMA; no published figure says so. Each case is one WMMA whose only nonzero

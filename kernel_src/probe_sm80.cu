@@ -3,7 +3,7 @@
 // attention_sm80.cu trusts the fragment index functions of arch/mma_sm80.h (PTX ISA fragment tables).
 // This kernel runs one warp of each MMA the kernel uses (m16n8k32 s8 and e4m3, m16n8k16 f16) with
 // operands loaded through exactly those functions and writes the raw accumulators; the host
-// (tools/common/mma_probe.cpp) predicts every lane's accumulators from the same functions and compares
+// (tools/support/mma_probe.cpp) predicts every lane's accumulators from the same functions and compares
 // exactly (small integer / exactly representable inputs make the fp32 sums exact).
 //
 // Buffers (row-major): a8 [16][32] int8, b8 [32][8] int8 (k rows, n columns), ae / be the same shapes

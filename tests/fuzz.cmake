@@ -1,7 +1,7 @@
 # libFuzzer targets (SAGEJIT_FUZZ=ON, as `make sanitize` configures). libFuzzer needs clang; the
 # project's compiler is usually g++, so the fuzzer is compiled directly with clang++ over exactly the
-# sources it needs (the tuning loader, config_id and the core helpers), independent of the main
-# toolchain.
+# sources it needs (the tuning loader and the core helpers; config_id is inline in
+# core/tile_config.hpp), independent of the main toolchain.
 # Output: <build>/fuzz/fuzz_tuning_loader, run briefly by tools/scripts/run_fuzzers.sh.
 if(NOT SAGEJIT_FUZZ)
   return()
@@ -20,7 +20,7 @@ endif()
 set(sagejit_fuzz_dir ${PROJECT_BINARY_DIR}/fuzz)
 set(sagejit_fuzz_runtime_sources
   tuning/problem_key.cpp tuning/table_file.cpp tuning/tuning_table.cpp dev/table_merge.cpp tuning/miss_record.cpp
-  jit/kernel_config.cpp core/target.cpp core/tile_config.cpp core/error.cpp core/log.cpp core/env.cpp core/types.cpp)
+  jit/kernel_config.cpp core/target.cpp core/error.cpp core/log.cpp core/env.cpp core/types.cpp)
 list(TRANSFORM sagejit_fuzz_runtime_sources PREPEND ${PROJECT_SOURCE_DIR}/runtime/src/)
 set(sagejit_fuzz_sources ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_tuning_loader.cpp ${sagejit_fuzz_runtime_sources})
 file(GLOB sagejit_fuzz_headers CONFIGURE_DEPENDS

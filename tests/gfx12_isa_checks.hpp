@@ -1,8 +1,9 @@
 #pragma once
 // The ISA checks of gfx12 code objects, written once for every compiler that builds them: the
 // offline clang (tests/test_gfx12_isa.cpp compiles and checks in one go) and ROCm's hipRTC (run
-// inside a ROCm root by tests/scripts/hiprtc_root_test.sh; tests/test_hiprtc_objects.cpp checks the
-// objects it emitted). A code object is read with llvm-readelf --notes and llvm-objdump -d:
+// inside a ROCm root by tests/scripts/hiprtc_root_test.sh; tests/hiprtc_objects_check.cpp checks the
+// objects it emitted). A code object is read with llvm-readelf --notes and llvm-objdump -d (run and
+// parsed by dev/isa_key_loop, as the ISA report does):
 //  - v_wmma_i32_16x16x16_iu8 and v_wmma_f32_16x16x16_fp8_fp8 present, all executed by one trip of
 //    the key-tile loop (the smallest natural loop holding every WMMA, dev/isa_key_loop), exactly rows/16 * keys/16 * D/16 each
 //    (the algorithmic minimum per key tile per wave); no v_med3 there (a NaN p must not become -448);
@@ -11,9 +12,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <array>
 #include <cstddef>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -33,25 +32,6 @@ namespace sagejit::gfx12_isa {
 inline std::string tool_path(const char* configured) { return configured != nullptr ? std::string(configured) : std::string(); }
 
 inline bool executable_exists(const std::string& path) { return !path.empty() && std::filesystem::exists(path); }
-
-// Runs a command line, returns its stdout (stderr is dropped); nullopt when it fails.
-inline std::optional<std::string> run_capture(const std::string& command) {
-  FILE* pipe = popen((command + " 2>/dev/null").c_str(), "r");
-  if (pipe == nullptr) return std::nullopt;
-  std::string out;
-  std::array<char, 65536> buffer;
-  std::size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  if (status != 0) return std::nullopt;
-  return out;
-}
-
-inline std::string shell_quote(const std::string& s) {
-  std::string quoted = "'";
-  for (char c : s) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
 
 struct Tools {
   std::string objdump, readelf;
@@ -109,19 +89,20 @@ inline void parse_disassembly(const std::string& text, IsaFigures& figures) {
 // Reads the figures of the code object at `object` (disassembled for `target`).
 inline IsaFigures inspect_object(const std::filesystem::path& object, const std::string& target, const Tools& tools) {
   IsaFigures figures;
-  const auto notes = run_capture(shell_quote(tools.readelf) + " --notes " + shell_quote(object.string()));
-  const auto disassembly =
-      run_capture(shell_quote(tools.objdump) + " -d --mcpu=" + target + " " + shell_quote(object.string()));
-  if (!notes || !disassembly) {
-    figures.error = "llvm-readelf/llvm-objdump failed on " + object.string();
+  std::string notes, disassembly;
+  try {
+    notes = isa::tool_output({tools.readelf, "--notes", object.string()});
+    disassembly = isa::disassemble(tools.objdump, object.string(), target);
+  } catch (const std::exception& error) {
+    figures.error = error.what();
     return figures;
   }
-  figures.vgprs = note_value(*notes, "vgpr_count");
-  figures.vgpr_spills = note_value(*notes, "vgpr_spill_count");
-  figures.sgpr_spills = note_value(*notes, "sgpr_spill_count");
-  figures.private_bytes = note_value(*notes, "private_segment_fixed_size");
-  figures.lds_bytes = note_value(*notes, "group_segment_fixed_size");
-  parse_disassembly(*disassembly, figures);
+  figures.vgprs = note_value(notes, "vgpr_count");
+  figures.vgpr_spills = note_value(notes, "vgpr_spill_count");
+  figures.sgpr_spills = note_value(notes, "sgpr_spill_count");
+  figures.private_bytes = note_value(notes, "private_segment_fixed_size");
+  figures.lds_bytes = note_value(notes, "group_segment_fixed_size");
+  parse_disassembly(disassembly, figures);
   figures.ok = true;
   return figures;
 }

@@ -3,7 +3,7 @@
 // render path, compiled for gfx1201 by the offline clang backend, and its code object put through
 // the checks of tests/gfx12_isa_checks.hpp (WMMA counts at the algorithmic minimum inside the key
 // loop, no scratch, LDS and VGPRs as the descriptor says); hipRTC's objects get the same checks in
-// tests/test_hiprtc_objects.cpp.
+// tests/hiprtc_objects_check.cpp.
 // Specimens: bf16 D=128; fp16 D=64 causal + LSE; fp16 D=128 causal + LSE (the most VGPRs; 32-row configs).
 // Also the shared prepare kernel (kernel_src/prepare.cu) is compiled for gfx1201, and the code objects
 // the plan picks for calls of zero-padded head dims (D=40 and 96 run at 64 and 128). Skips (saying so)
@@ -49,6 +49,18 @@ namespace {
 
 constexpr const char* kTarget = "gfx1201";
 
+// Why this machine cannot build and inspect gfx1201 code objects (the LLVM tools found at configure
+// time or the offline AMDGPU clang are missing), or empty when it can.
+std::string missing_build_tools(const Tools& tools) {
+  if (!tools.found()) return "llvm-objdump/llvm-readelf (22) not found at configure time";
+  try {
+    (void)clang_compiler();
+  } catch (const Error& error) {
+    return std::string("no offline AMDGPU clang: ") + error.what();
+  }
+  return {};
+}
+
 IsaFigures build_and_inspect(const KernelDesc& desc, const TileConfig& config, const Specialization& spec,
                              const Tools& tools, const fs::path& directory) {
   IsaFigures figures;
@@ -90,14 +102,8 @@ struct Specimen {
 
 TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the algorithmic WMMA count, no scratch, LDS and VGPRs in budget") {
   const Tools tools = configured_tools();
-  if (!tools.found()) {
-    SAGEJIT_SKIP("llvm-objdump/llvm-readelf (22) not found at configure time");
-    return;
-  }
-  try {
-    (void)clang_compiler();
-  } catch (const Error& error) {
-    SAGEJIT_SKIP("no offline AMDGPU clang: " << error.what());
+  if (const std::string missing = missing_build_tools(tools); !missing.empty()) {
+    SAGEJIT_SKIP(missing);
     return;
   }
 
@@ -259,14 +265,8 @@ TEST_CASE("gfx12 attention descriptor rejects what the kernel does not support, 
 // exactly those code objects (the plan's configs from the gfx1201 table) must build with clang-22.
 TEST_CASE("gfx12: the plan's kernels for zero-padded head dims (D=40, D=96) build for gfx1201") {
   const Tools tools = configured_tools();
-  if (!tools.found()) {
-    SAGEJIT_SKIP("llvm-objdump/llvm-readelf (22) not found at configure time");
-    return;
-  }
-  try {
-    (void)clang_compiler();
-  } catch (const Error& error) {
-    SAGEJIT_SKIP("no offline AMDGPU clang: " << error.what());
+  if (const std::string missing = missing_build_tools(tools); !missing.empty()) {
+    SAGEJIT_SKIP(missing);
     return;
   }
   const fs::path directory = fs::temp_directory_path() / fmt::format("sagejit-gfx12-padded-{}", ::getpid());

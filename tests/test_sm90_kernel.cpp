@@ -15,7 +15,7 @@
 #include "plan/attention_plan.hpp"
 #include "tuning/tuning_table.hpp"
 #if SAGEJIT_HAVE_CODE_OBJECT_STATS
-#include "common/code_object_stats.hpp"
+#include "support/code_object_stats.hpp"
 #endif
 
 using namespace sagejit;

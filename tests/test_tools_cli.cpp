@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 
 #if defined(SAGEJIT_TOOL_PRECOMPILE)
 
-#include "common/code_object_stats.hpp"  // tools/common, linked by tests/tools.cmake
+#include "support/code_object_stats.hpp"  // tools/support, linked by tests/tools.cmake
 
 namespace {
 
@@ -85,6 +85,14 @@ bool compiler_available(sagejit::CompilerKind kind) {
   } catch (const sagejit::Error&) {
     return false;
   }
+}
+
+// True after a "skipped" message when this machine has no AMDGPU-capable clang (the tests that
+// precompile gfx1201 objects need one).
+bool skipped_without_clang() {
+  if (compiler_available(sagejit::CompilerKind::clang)) return false;
+  SAGEJIT_SKIP("no AMDGPU-capable clang");
+  return true;
 }
 
 // Which vendors this machine can precompile for; nullopt after a "skipped" message when neither.
@@ -199,10 +207,7 @@ TEST_CASE("sagejit-precompile: gfx1201 (clang) and sm_90 (nvrtc), second run all
 }
 
 TEST_CASE("sagejit-precompile: a system-cache directory is world-readable and holds no lock files") {
-  if (!compiler_available(sagejit::CompilerKind::clang)) {
-    SAGEJIT_SKIP("no AMDGPU-capable clang");
-    return;
-  }
+  if (skipped_without_clang()) return;
   TempDir temp;
   const fs::path system = temp.path / "share" / "sagejit" / "cache";
   const RunResult result = run(SAGEJIT_TOOL_PRECOMPILE, "--arch gfx1201 --compiler clang --kernels jit_probe "
@@ -416,10 +421,7 @@ const std::string one_kernel = "--arch gfx1201 --compiler clang --kernels jit_pr
 }  // namespace
 
 TEST_CASE("--system-cache in a directory another user controls: refused, nothing chmod-ed or deleted (root)") {
-  if (!compiler_available(sagejit::CompilerKind::clang)) {
-    SAGEJIT_SKIP("no AMDGPU-capable clang");
-    return;
-  }
+  if (skipped_without_clang()) return;
   if (!running_as_root()) {
     SAGEJIT_SKIP("needs root to make a directory owned by another user (nobody)");
     return;
@@ -457,10 +459,7 @@ TEST_CASE("--system-cache in a directory another user controls: refused, nothing
 }
 
 TEST_CASE("--system-cache: parents 0755 under umask 000, and a symlinked entry name is never chmod-ed through") {
-  if (!compiler_available(sagejit::CompilerKind::clang)) {
-    SAGEJIT_SKIP("no AMDGPU-capable clang");
-    return;
-  }
+  if (skipped_without_clang()) return;
   TempDir temp;
   const fs::path system = temp.path / "a" / "b" / "c";
   const RunResult made = run_shell("umask 000 && " + quote(SAGEJIT_TOOL_PRECOMPILE) + " " + one_kernel +
@@ -506,10 +505,7 @@ TEST_CASE("a compile worker that cannot be started is a named error, not an abor
 }
 
 TEST_CASE("entries removed while a precompile runs are reported as removed, not as a cap too small") {
-  if (!compiler_available(sagejit::CompilerKind::clang)) {
-    SAGEJIT_SKIP("no AMDGPU-capable clang");
-    return;
-  }
+  if (skipped_without_clang()) return;
   TempDir temp;
   const fs::path cache = temp.path / "c";
   // A clang that compiles, then empties the cache (as `sagejit-cache clear` from another shell does).
@@ -526,10 +522,7 @@ TEST_CASE("entries removed while a precompile runs are reported as removed, not 
 }
 
 TEST_CASE("precompile --dry-run counts only valid entries as cached: a truncated or random one is to compile") {
-  if (!compiler_available(sagejit::CompilerKind::clang)) {
-    SAGEJIT_SKIP("no AMDGPU-capable clang");
-    return;
-  }
+  if (skipped_without_clang()) return;
   TempDir temp;
   const fs::path cache = temp.path / "c";
   const std::string arguments = one_kernel + "--cache-dir " + quote(cache.string());
@@ -555,10 +548,7 @@ TEST_CASE("precompile --dry-run counts only valid entries as cached: a truncated
 }
 
 TEST_CASE("a hung compiler is killed after SAGEJIT_COMPILE_TIMEOUT with an error naming it") {
-  if (!compiler_available(sagejit::CompilerKind::clang)) {
-    SAGEJIT_SKIP("no AMDGPU-capable clang");
-    return;
-  }
+  if (skipped_without_clang()) return;
   TempDir temp;
   const fs::path slow = fake_clang(temp.path, "slow-clang", "sleep 1000");
   const RunResult result = run_shell("SAGEJIT_CLANG=" + quote(slow.string()) + " SAGEJIT_COMPILE_TIMEOUT=1 " +
@@ -571,10 +561,7 @@ TEST_CASE("a hung compiler is killed after SAGEJIT_COMPILE_TIMEOUT with an error
 }
 
 TEST_CASE("stderr that cannot be written never aborts a tool, nor fails a compile") {
-  if (!compiler_available(sagejit::CompilerKind::clang)) {
-    SAGEJIT_SKIP("no AMDGPU-capable clang");
-    return;
-  }
+  if (skipped_without_clang()) return;
   TempDir temp;
   const fs::path cache = temp.path / "c";
   // In a subshell, so that run_shell's own 2>&1 does not override the redirection under test.
@@ -592,10 +579,7 @@ TEST_CASE("stderr that cannot be written never aborts a tool, nor fails a compil
 }
 
 TEST_CASE("a precompile that stores less than it compiled is an error") {
-  if (!compiler_available(sagejit::CompilerKind::clang)) {
-    SAGEJIT_SKIP("no AMDGPU-capable clang");
-    return;
-  }
+  if (skipped_without_clang()) return;
   TempDir temp;
   // A directory others may write is refused: no compile reported as done into it.
   const fs::path open_dir = temp.path / "open";
@@ -667,10 +651,7 @@ TEST_CASE("sagejit-cache stat and precompile --dry-run create no directory; a re
 }
 
 TEST_CASE("compiler output: a runaway log is shortened, a non-ELF object is never stored, a missing clang is named") {
-  if (!compiler_available(sagejit::CompilerKind::clang)) {
-    SAGEJIT_SKIP("no AMDGPU-capable clang");
-    return;
-  }
+  if (skipped_without_clang()) return;
   TempDir temp;
   const fs::path loud = fake_clang(temp.path, "loud-clang", "head -c 10000000 /dev/zero | tr '\\0' e; echo; exit 1");
   const RunResult noisy = run_shell("SAGEJIT_CLANG=" + quote(loud.string()) + " " + quote(SAGEJIT_TOOL_PRECOMPILE) + " " +
@@ -698,10 +679,7 @@ TEST_CASE("compiler output: a runaway log is shortened, a non-ELF object is neve
 }
 
 TEST_CASE("--emit-dir replaces symlinks planted under its predictable names, never writes through them") {
-  if (!compiler_available(sagejit::CompilerKind::clang)) {
-    SAGEJIT_SKIP("no AMDGPU-capable clang");
-    return;
-  }
+  if (skipped_without_clang()) return;
   TempDir temp;
   const fs::path first = temp.path / "first", emit = temp.path / "emit";
   REQUIRE(run(SAGEJIT_TOOL_PRECOMPILE, one_kernel + "--cache-dir " + quote((temp.path / "c").string()) + " --emit-dir " +

@@ -3,7 +3,7 @@
 if(TARGET test_tools_cli AND TARGET sagejit-precompile AND TARGET sagejit-cache AND TARGET sagejit-info
    AND TARGET sagejit-autotune AND TARGET sagejit-selftest)
   add_dependencies(test_tools_cli sagejit-precompile sagejit-cache sagejit-info sagejit-autotune sagejit-selftest)
-  target_link_libraries(test_tools_cli PRIVATE sagejit_tool_common)
+  target_link_libraries(test_tools_cli PRIVATE sagejit_tool_support)
   target_compile_definitions(test_tools_cli PRIVATE
     SAGEJIT_TOOL_PRECOMPILE="$<TARGET_FILE:sagejit-precompile>"
     SAGEJIT_TOOL_CACHE="$<TARGET_FILE:sagejit-cache>"

@@ -3,7 +3,7 @@
 //
 // For each shape: every candidate config of the arch's space (or N of them) is compiled in parallel;
 // candidates the descriptor rejects, that fail to compile, or whose output fails the numerics oracle
-// (GPU vs the CPU emulator and the fp64 reference on a sub-sampled problem: tools/common/oracle_check.hpp)
+// (GPU vs the CPU emulator and the fp64 reference on a sub-sampled problem: tools/support/oracle_check.hpp)
 // are recorded with the reason; the rest are timed with device events (warm-up, then the median of
 // --reps calls, rotating over input sets larger than the GPU's L2). The fastest becomes the table
 // entry (with every candidate's time) for the shape's power-of-two length bucket.
@@ -22,18 +22,16 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/code_cache.hpp"
-#include "common/attention_trial.hpp"
-#include "common/cli.hpp"
-#include "common/compile_job.hpp"
-#include "common/gpu_session.hpp"
-#include "common/oracle_check.hpp"
-#include "common/progress.hpp"
-#include "common/shape.hpp"
-#include "common/table.hpp"
-#include "common/tables.hpp"
+#include "support/attention_trial.hpp"
+#include "support/cli.hpp"
+#include "support/compile_job.hpp"
+#include "support/oracle_check.hpp"
+#include "support/progress.hpp"
+#include "support/shape.hpp"
+#include "support/summary_table.hpp"
+#include "support/tuning_table_files.hpp"
 #include "core/error.hpp"
 #include "core/worker_threads.hpp"
-#include "core/log.hpp"
 #include "dev/table_merge.hpp"
 #include "core/embedded_file.hpp"
 #include "jit/jit.hpp"
@@ -59,7 +57,6 @@ struct Options {
   int device = 0;
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
   std::uint64_t seed = 7;
-  bool verbose = false;
 };
 
 struct Candidate {
@@ -225,7 +222,6 @@ void check_candidates(const CallDevice& device, const AttentionShape& shape, std
 }
 
 int run(const Options& options) {
-  if (options.verbose) log::set_level(log::Level::info);
   const std::size_t candidate_count = parse_candidate_count(options.candidates);
   if (options.reps < 1) fail(ErrorCode::invalid_argument, "--reps must be at least 1 (got {})", options.reps);
   std::vector<AttentionShape> shapes = gather_shapes(options);
@@ -384,6 +380,6 @@ int main(int argc, char** argv) {
   app.add_option("--device", options.device, "Device ordinal (default 0)")->check(CLI::NonNegativeNumber);
   app.add_option("--jobs,-j", options.jobs, "Parallel compiles (default: the number of cores)")->check(CLI::PositiveNumber);
   app.add_option("--seed", options.seed, "Seed of the random inputs");
-  app.add_flag("--verbose,-v", options.verbose, "Log kernel choices and cache hits (SAGEJIT_LOG=info)");
+  add_verbose_flag(app, "kernel choices and cache hits");
   return run_tool(app, argc, argv, [&] { return run(options); });
 }

@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 
 #include "cache/code_cache.hpp"
-#include "common/cache_stats_table.hpp"
-#include "common/cli.hpp"
-#include "common/table.hpp"
+#include "support/cache_stats_table.hpp"
+#include "support/cli.hpp"
+#include "support/summary_table.hpp"
 #include "core/error.hpp"
 #include "dev/cache_admin.hpp"
 

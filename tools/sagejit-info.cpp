@@ -5,10 +5,10 @@
 #include <fmt/format.h>
 
 #include "cache/code_cache.hpp"
-#include "common/cache_stats_table.hpp"
-#include "common/cli.hpp"
-#include "common/table.hpp"
-#include "common/tables.hpp"
+#include "support/cache_stats_table.hpp"
+#include "support/cli.hpp"
+#include "support/summary_table.hpp"
+#include "support/tuning_table_files.hpp"
 #include "compiler/compiler.hpp"
 #include "core/build_report.hpp"
 #include "core/env.hpp"

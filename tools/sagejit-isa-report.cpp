@@ -19,10 +19,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "common/cli.hpp"
-#include "common/code_object_stats.hpp"
-#include "common/table.hpp"
-#include "common/tables.hpp"
+#include "support/cli.hpp"
+#include "support/code_object_stats.hpp"
+#include "support/summary_table.hpp"
+#include "support/tuning_table_files.hpp"
 #include "compiler/compiler.hpp"
 #include "core/error.hpp"
 #include "core/tile_config.hpp"
@@ -168,15 +168,13 @@ void analyse(Row& row, const Options& options, const std::string& objdump) {
     }
     row.stats = read_code_object_stats(result.code);
     PrivateTempDir directory("sagejit-isa-report");
-    const std::string object = directory.file("kernel.co"), listing = directory.file("kernel.s");
+    const std::string object = directory.file("kernel.co");
     {
       std::ofstream out(object, std::ios::binary);
       out.write(reinterpret_cast<const char*>(result.code.data()), static_cast<std::streamsize>(result.code.size()));
       if (!out) fail(ErrorCode::internal, "cannot write {}", object);
     }
-    const int status = run_process({objdump, "-d", "--mcpu=" + row.arch, object}, listing);
-    if (status != 0) fail(ErrorCode::internal, "{} failed with status {}: {}", objdump, status, read_file(listing).substr(0, 2000));
-    const std::string text = read_file(listing);
+    const std::string text = isa::disassemble(objdump, object, row.arch);
     if (!listing_dir.empty()) save_listing(listing_dir, row, text);
     row.loop = isa::find_key_loop(isa::parse_objdump(text), isa::modeled_cycles);
     if (!row.loop.found) fail(ErrorCode::internal, "key loop not found: {}", row.loop.problem);

@@ -19,17 +19,16 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/code_cache.hpp"
-#include "common/cli.hpp"
-#include "common/code_object_stats.hpp"
-#include "common/compile_job.hpp"
-#include "common/progress.hpp"
-#include "common/table.hpp"
-#include "common/tables.hpp"
+#include "support/cli.hpp"
+#include "support/code_object_stats.hpp"
+#include "support/compile_job.hpp"
+#include "support/progress.hpp"
+#include "support/summary_table.hpp"
+#include "support/tuning_table_files.hpp"
 #include "core/target.hpp"
 #include "core/error.hpp"
 #include "core/worker_threads.hpp"
 #include "dev/cache_admin.hpp"
-#include "core/log.hpp"
 #include "platform/safe_file.hpp"
 #include "jit/compiler_choice.hpp"
 #include "jit/kernel_config.hpp"
@@ -56,7 +55,6 @@ struct Options {
   bool dry_run = false;
   bool all_candidates = false;
   bool all_specializations = false;
-  bool verbose = false;
 };
 
 // One planned build: a job that the descriptor accepted, or the reason it was skipped.
@@ -222,7 +220,7 @@ unsigned dynamic_shared_bytes(const KeyedJob& keyed) {
 
 constexpr const char* emit_manifest_name = "emitted.json";
 
-// tools/common/compile_job.hpp's name for the raw code object.
+// tools/support/compile_job.hpp's name for the raw code object.
 std::string emit_file_name(const Planned& planned) {
   return tools::emit_file_name(planned.keyed.job.kernel->name, planned.keyed.job.config, planned.keyed.job.spec,
                                planned.keyed.rendered.target);
@@ -304,7 +302,6 @@ std::string config_cell(const KeyedJob& keyed) {
 }
 
 int run(const Options& options) {
-  if (options.verbose) log::set_level(log::Level::info);
   if (options.archs.empty()) fail(ErrorCode::invalid_argument, "--arch: give at least one arch (e.g. gfx1201,sm_90)");
   if (options.cache_dir && options.system_cache)
     fail(ErrorCode::invalid_argument, "--cache-dir and --system-cache name two destinations; give one");
@@ -530,6 +527,6 @@ int main(int argc, char** argv) {
   app.add_flag("--all-candidates", options.all_candidates, "Build every config of the tuning space, not just table + default");
   app.add_flag("--all-specializations", options.all_specializations, "Also build the LSE-output variants");
   app.add_flag("--dry-run", options.dry_run, "List what would be built (and what is cached) without compiling");
-  app.add_flag("--verbose,-v", options.verbose, "Log cache hits/misses (SAGEJIT_LOG=info)");
+  add_verbose_flag(app, "cache hits/misses");
   return run_tool(app, argc, argv, [&] { return run(options); });
 }

@@ -1,7 +1,7 @@
 // sagejit-selftest: what an owner of a new GPU runs first. In order:
 //  1. a matrix-instruction layout probe (RDNA4: the gfx12 WMMA iu8/fp8 lane layouts the kernels assume;
 //     NVIDIA: the mma.sync fragments), since every later result depends on it; on RDNA4 also the fp8
-//     WMMA's effective accumulator precision (tools/common/fp8_accumulation_probe.hpp);
+//     WMMA's effective accumulator precision (tools/support/fp8_accumulation_probe.hpp);
 //  2. over the supported feature matrix (dtype, head_dim, causal, GQA, NHD, odd lengths, LSE, K with
 //     channel offsets): the prepare stage bit for bit against the CPU emulator, and the attention
 //     output against the emulator and the fp64 reference;
@@ -15,18 +15,16 @@
 
 #include "arch/mma_sm80.h"
 #include "cache/code_cache.hpp"
-#include "common/attention_trial.hpp"
-#include "common/cli.hpp"
-#include "common/gpu_session.hpp"
-#include "common/fp8_accumulation_probe.hpp"
-#include "common/mma_probe.hpp"
-#include "common/oracle_check.hpp"
-#include "common/progress.hpp"
-#include "common/table.hpp"
+#include "support/attention_trial.hpp"
+#include "support/cli.hpp"
+#include "support/fp8_accumulation_probe.hpp"
+#include "support/mma_probe.hpp"
+#include "support/oracle_check.hpp"
+#include "support/progress.hpp"
+#include "support/summary_table.hpp"
 #include "compiler/compiler.hpp"
 #include "core/build_report.hpp"
 #include "core/error.hpp"
-#include "core/log.hpp"
 #include "jit/jit.hpp"
 #include "jit/kernel_desc.hpp"
 #include "dev/attention_harness.hpp"
@@ -42,7 +40,6 @@ struct Options {
   int device = 0;
   unsigned seed = 20261130;
   bool skip_timing = false;
-  bool verbose = false;
 };
 
 struct Feature {
@@ -176,7 +173,6 @@ Timing time_call(const CallDevice& device, const AttentionShape& timed, int reps
 }
 
 int run(const Options& options) {
-  if (options.verbose) log::set_level(log::Level::info);
   const CallDevice device = require_gpu(options.device);
   const std::string compiler_name = [&] {
     try {
@@ -280,6 +276,6 @@ int main(int argc, char** argv) {
   app.add_option("--device", options.device, "Device ordinal (default 0)")->check(CLI::NonNegativeNumber);
   app.add_option("--seed", options.seed, "Seed of the random inputs");
   app.add_flag("--no-timing", options.skip_timing, "Skip the timing");
-  app.add_flag("--verbose,-v", options.verbose, "Log kernel choices and cache hits (SAGEJIT_LOG=info)");
+  add_verbose_flag(app, "kernel choices and cache hits");
   return run_tool(app, argc, argv, [&] { return run(options); });
 }

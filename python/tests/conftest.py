@@ -8,6 +8,9 @@ import pytest
 # test the installed one (a wheel in a venv).
 if os.environ.get("SAGEJIT_TEST_INSTALLED") != "1":
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The diffusers model set-ups and the scripts the diffusers tests run live in bench/ (diffusers_models,
+# run_diffusers_benchmark, run_context_parallel).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench"))
 
 import sagejit  # noqa: E402 (after the path above)
 from sagejit._library import Tensor  # noqa: E402

@@ -22,7 +22,7 @@ from sagejit.integrations._reference import attention_with_lse  # noqa: E402
 
 import diffusers_models as dm  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench")
 MIN_COSINE_CALL = 0.995      # one attention call under the numerics contract
 # A whole model over 3 denoising steps, the error of every attention call carried through the random-weight
 # (unit-gain) layers; measured on the emulator, 8 seeds each: Flux cosine >= 0.99998, PSNR 60.8-63.8 dB; Wan
@@ -160,7 +160,7 @@ def test_context_parallel_two_cpu_processes(seed, tmp_path):
     report = tmp_path / "cp.json"
     env = dict(os.environ, OMP_NUM_THREADS="1")  # the script finds sagejit as the tests do
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-               str(_free_port()), os.path.join(HERE, "run_context_parallel.py"), "--device", "cpu", "--size", "tiny",
+               str(_free_port()), os.path.join(BENCH, "run_context_parallel.py"), "--device", "cpu", "--size", "tiny",
                "--seed", str(seed), "--json", str(report)]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]

@@ -18,7 +18,7 @@ import sagejit  # noqa: E402
 from sagejit.integrations import comfyui as sj_comfyui  # noqa: E402
 from sagejit.integrations._reference import attention_with_lse  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bench")
 MIN_COSINE_CALL = 0.995
 # sagejit vs native over 4 Euler steps of a random-weight transformer at benchmark size. The CPU tests'
 # tiny models measure cosine >= 0.99995 / PSNR >= 55 dB on the emulator; these larger models are not yet
@@ -89,7 +89,7 @@ def test_context_parallel_two_gpus(seed, tmp_path):
     report = tmp_path / "cp.json"
     env = dict(os.environ)  # the script finds sagejit as the tests do
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-               str(_free_port()), os.path.join(HERE, "run_context_parallel.py"), "--size", "bench", "--seed",
+               str(_free_port()), os.path.join(BENCH, "run_context_parallel.py"), "--size", "bench", "--seed",
                str(seed), "--iterations", "5", "--json", str(report)]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]

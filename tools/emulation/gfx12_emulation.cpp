@@ -25,10 +25,10 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "common/attention_trial.hpp"
-#include "common/compile_job.hpp"
-#include "common/oracle_check.hpp"
-#include "common/shape.hpp"
+#include "support/attention_trial.hpp"
+#include "support/compile_job.hpp"
+#include "support/oracle_check.hpp"
+#include "support/shape.hpp"
 #include "core/error.hpp"
 #include "core/tile_config.hpp"
 #include "dev/attention_harness.hpp"
@@ -261,7 +261,7 @@ nlohmann::json run_case(const nlohmann::json& spec, LaunchCallback launch, void*
   result["output"]["vs_emulator"] = vs_emulator.summary();
   result["output"]["max_abs_vs_emulator"] = vs_emulator.max_abs_error;
   // Non-finite outputs (a NaN input) must sit where the CPU emulator has them; the finite rest is
-  // judged as any output is (tools/common/oracle_check.hpp thresholds).
+  // judged as any output is (tools/support/oracle_check.hpp thresholds).
   {
     const numerics::HostView& a = out.host_view();
     const numerics::HostView& e = emulated.out.host_view();

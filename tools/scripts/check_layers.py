@@ -7,9 +7,11 @@ peers on one rank (device, compiler, numerics) never each other:
     core < platform < device | compiler | numerics < cache < jit < tuning < kernels < plan < api < dev
 
 Also allowed everywhere: the public headers (<sagejit/...> / "sagejit/..."), the generated
-build_info.hpp, kernel_src headers ("common/...", "arch/..."), system and third-party headers.
+build_info.hpp, the kernel headers that exist under kernel_src (included by their path there, e.g.
+"common/params.h", "arch/mma_sm80.h"; a name that is no file there is no kernel header), system and
+third-party headers.
 
-    tools/scripts/check_layers.py [runtime/src]
+    tools/scripts/check_layers.py [runtime/src [kernel_src]]
 """
 import pathlib
 import re
@@ -17,12 +19,17 @@ import sys
 
 RANKS = {"core": 0, "platform": 1, "device": 2, "compiler": 2, "numerics": 2, "cache": 3, "jit": 4, "tuning": 5,
          "kernels": 6, "plan": 7, "api": 8, "dev": 9}
-ANYWHERE = {"sagejit", "common", "arch", "build_info.hpp"}
+ANYWHERE = {"sagejit", "build_info.hpp"}
+KERNEL_SRC = pathlib.Path(__file__).resolve().parents[2] / "kernel_src"
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
 
 
 def main() -> int:
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "runtime/src")
+    kernel_src = pathlib.Path(sys.argv[2]) if len(sys.argv) > 2 else KERNEL_SRC
+    if not kernel_src.is_dir():
+        print(f"check_layers: kernel_src directory {kernel_src} does not exist (pass the tree's kernel_src)")
+        return 1
     problems = []
     files = sorted(p for p in root.rglob("*") if p.suffix in {".hpp", ".cpp", ".h"})
     for path in files:
@@ -35,7 +42,7 @@ def main() -> int:
             if not match:
                 continue
             included = match.group(1).split("/")[0]
-            if included in ANYWHERE:
+            if included in ANYWHERE or (kernel_src / match.group(1)).is_file():
                 continue
             if included not in RANKS:
                 problems.append(f"{path}:{number}: \"{match.group(1)}\" is in no known layer")

@@ -34,7 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 # ---- cases (issue 28, item 2) --------------------------------------------------------------------
-# shape: "B,H,Nq,Nk,D[,causal][,bf16|fp16][,gqa=R]" (tools/common/shape.hpp); config: the attention
+# shape: "B,H,Nq,Nk,D[,causal][,bf16|fp16][,gqa=R]" (tools/support/shape.hpp); config: the attention
 # kernel's tile config (None: what the gfx1201 tables choose for the shape).
 DEFAULT = {"waves": 4, "rows_per_wave": 32, "block_n": 32, "stages": 2}
 D64 = {"waves": 4, "rows_per_wave": 32, "block_n": 64, "stages": 2}

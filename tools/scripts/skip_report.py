@@ -14,11 +14,16 @@ import xml.etree.ElementTree as ElementTree
 SKIP_LINE = "SAGEJIT-SKIP: "
 
 
-def _ctest_skips(path):
+def _skipped_cases(path):
+    """(testcase, its <skipped> element) for every skipped case of a JUnit file."""
     for case in ElementTree.parse(path).iter("testcase"):
         skipped = case.find("skipped")
-        if skipped is None:
-            continue
+        if skipped is not None:
+            yield case, skipped
+
+
+def _ctest_skips(path):
+    for case, skipped in _skipped_cases(path):
         name = case.get("name", "?")
         output = case.findtext("system-out") or ""
         reasons = [line[len(SKIP_LINE):].strip() for line in output.splitlines() if line.startswith(SKIP_LINE)]
@@ -27,10 +32,7 @@ def _ctest_skips(path):
 
 
 def _pytest_skips(path):
-    for case in ElementTree.parse(path).iter("testcase"):
-        skipped = case.find("skipped")
-        if skipped is None:
-            continue
+    for case, skipped in _skipped_cases(path):
         module = case.get("classname", "")
         name = f"{module}::{case.get('name', '?')}" if module else case.get("name", "?")  # "" : a whole file
         reason = skipped.get("message") or ""

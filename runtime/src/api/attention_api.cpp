@@ -1,5 +1,6 @@
 // The public C++ API (sagejit/sagejit.hpp): validate, resolve the device, choose kernels, find a
-// workspace, enqueue.
+// workspace, enqueue; and the API's part in choosing the GPU runtime libraries, the host's search
+// directories (set_library_search_dirs; the rule itself is platform/runtime_discovery).
 #include <cstdint>
 
 #include "api/attention_problem.hpp"
@@ -9,6 +10,7 @@
 #include "core/error.hpp"
 #include "jit/jit.hpp"
 #include "plan/attention_runner.hpp"
+#include "platform/runtime_discovery.hpp"
 #include "sagejit/sagejit.hpp"
 
 namespace sagejit {
@@ -84,6 +86,8 @@ Support supports_head_dim(std::int64_t head_dim) {
     return {false, error.what()};
   }
 }
+
+void set_library_search_dirs(const std::vector<std::string>& directories) { hand_over_library_dirs(directories); }
 
 std::string_view version() noexcept { return build::version; }
 

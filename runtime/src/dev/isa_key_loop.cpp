@@ -1,12 +1,18 @@
 #include "dev/isa_key_loop.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "platform/private_temp_dir.hpp"
+#include "platform/subprocess.hpp"
 
 namespace sagejit::isa {
 
@@ -16,6 +22,20 @@ bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
 }  // namespace
+
+std::string tool_output(const std::vector<std::string>& argv) {
+  const PrivateTempDir directory("sagejit-llvm-tool");
+  const std::string output_file = directory.file("output.txt");
+  const int status = run_process(argv, output_file);
+  std::ifstream in(output_file, std::ios::binary);
+  std::string output{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (status != 0) fail(ErrorCode::internal, "{} failed with status {}: {}", argv.at(0), status, output.substr(0, 2000));
+  return output;
+}
+
+std::string disassemble(const std::string& objdump, const std::string& object, const std::string& arch) {
+  return tool_output({objdump, "-d", "--mcpu=" + arch, object});
+}
 
 std::string_view class_name(InstrClass c) {
   static constexpr std::array<std::string_view, instr_class_count> names{

@@ -1,8 +1,9 @@
 #pragma once
 // Reading an AMDGPU kernel's key loop from `llvm-objdump -d` text: the instructions, their classes,
 // the innermost loop that holds every WMMA, and the two paths of one trip through it that the cost
-// report prices (docs/RDNA4.md, "ISA cost report"). Pure text processing: tests feed it small
-// hand-written listings with known answers; the tool sagejit-isa-report feeds it real code objects.
+// report prices (docs/RDNA4.md, "ISA cost report"). The reading is pure text processing: tests feed
+// it small hand-written listings with known answers; `disassemble` makes the listing of a real code
+// object, the one way the tool sagejit-isa-report and the ISA tests (tests/gfx12_isa_checks.hpp) do.
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -46,6 +47,14 @@ struct Instruction {
   bool is_branch = false, conditional = false;
   std::optional<std::uint64_t> target;  // branch target address, when the line names one
 };
+
+// What `argv` (an LLVM tool and its arguments) prints, stdout and stderr together. Throws
+// Error(internal) naming the tool, its exit status and the start of its output when it fails.
+std::string tool_output(const std::vector<std::string>& argv);
+
+// The listing parse_objdump reads: `<objdump> -d --mcpu=<arch> <object>` (llvm-objdump 20 or newer
+// for gfx12).
+std::string disassemble(const std::string& objdump, const std::string& object, const std::string& arch);
 
 // Instructions of the listing in address order. Lines look like
 //   "\tv_add_f32_e32 v1, v2, v3    // 000000001A00: 06020503"

@@ -1,6 +1,6 @@
 #pragma once
 // Host half of the matrix-instruction layout probes (kernel_src/probe_gfx12.hip, probe_sm80.cu; run by
-// sagejit-selftest through tools/common/mma_probe.cpp): the probe's input buffers, sized as the probe
+// sagejit-selftest through tools/support/mma_probe.cpp): the probe's input buffers, sized as the probe
 // kernels read them, and the accumulators each lane must hold if the fragment index functions of
 // arch/mma_gfx12.h / arch/mma_sm80.h describe the hardware. Kept apart from the launch so a host test
 // (tests/test_mma_probe_reference.cpp) runs it on every layout with or without a GPU.

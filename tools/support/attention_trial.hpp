@@ -12,7 +12,7 @@
 #include "api/device_support.hpp"
 #include "plan/attention_plan.hpp"
 #include "dev/device_buffer.hpp"
-#include "common/shape.hpp"
+#include "support/shape.hpp"
 #include "numerics/emulator.hpp"
 #include "numerics/host_tensor.hpp"
 

@@ -1,11 +1,11 @@
-#include "common/mma_probe.hpp"
+#include "support/mma_probe.hpp"
 
 #include <cstdint>
 #include <random>
 
 #include <fmt/format.h>
 
-#include "common/compile_job.hpp"
+#include "support/compile_job.hpp"
 #include "dev/device_buffer.hpp"
 #include "dev/mma_probe_reference.hpp"
 #include "jit/jit.hpp"

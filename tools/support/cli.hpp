@@ -1,11 +1,15 @@
 #pragma once
 // What every sagejit command-line tool shares: exit codes, and running a CLI11 app so that a usage
-// error, a sagejit::Error and any other exception each end with one clear message and a distinct code.
+// error, a missing GPU, a sagejit::Error and any other exception each end with one clear message and
+// a distinct code; the GPU a tool runs on; the --verbose flag.
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include <CLI/CLI.hpp>
+
+#include "api/device_support.hpp"
 
 namespace sagejit::tools {
 
@@ -17,6 +21,21 @@ enum ExitCode : int {
   exit_no_gpu = 3,       // the command needs a GPU and none (or no GPU runtime) was found
   exit_environment = 4,  // a compiler, runtime library or directory the command needs is unusable
 };
+
+// Thrown when a tool needs a GPU and there is none; run_tool turns it into exit_no_gpu and a message
+// saying so.
+struct NoGpu : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The GPU the selftest and the autotuner run on: the default backend's device `ordinal` (sagejit's own
+// choice: CUDA, then HIP). Throws NoGpu when no runtime loads or it has no device;
+// sagejit::Error(unsupported) when the device's arch has no kernels.
+CallDevice require_gpu(int ordinal);
+
+// --verbose,-v: log at info level (as SAGEJIT_LOG=info does) from the moment it is parsed; `shows`
+// says what that shows for this tool, e.g. "kernel choices and cache hits".
+void add_verbose_flag(CLI::App& app, const std::string& shows);
 
 // Parses argv into `app`, then runs `body` and returns its exit code. --help prints and returns 0;
 // every error is one line "<tool>: error (<kind>): <message>" on stderr (docs/TOOLS.md): a parse

@@ -1,4 +1,4 @@
-#include "common/tables.hpp"
+#include "support/tuning_table_files.hpp"
 
 #include "core/env.hpp"
 #include "core/embedded_file.hpp"

@@ -1,4 +1,4 @@
-#include "common/table.hpp"
+#include "support/summary_table.hpp"
 
 #include <algorithm>
 #include <stdexcept>

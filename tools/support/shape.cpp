@@ -1,4 +1,4 @@
-#include "common/shape.hpp"
+#include "support/shape.hpp"
 
 #include <charconv>
 #include <cmath>

@@ -1,7 +1,7 @@
 """Real diffusers transformers (FluxTransformer2DModel, WanTransformer3DModel) from small configs with random
 weights - no downloads - their inputs, a few Euler denoising steps, and the measures the tests, the
-benchmark and the context-parallel run report (cosine, PSNR). Shared by test_diffusers_models.py,
-run_diffusers_benchmark.py and run_context_parallel.py.
+benchmark and the context-parallel run report (cosine, PSNR). Shared by python/tests/test_diffusers_cpu.py,
+python/tests/test_integrations_gpu.py, bench/run_diffusers_benchmark.py and bench/run_context_parallel.py.
 
 Sizes: "tiny" runs on a CPU through sagejit's emulator in seconds (head dim 64: the emulator's smallest
 kernel head dim); "bench" has real model widths, head dim 128 and >= 4k tokens, fewer layers.

@@ -1,4 +1,4 @@
-#include "common/fp8_accumulation_probe.hpp"
+#include "support/fp8_accumulation_probe.hpp"
 
 #include <cstdint>
 #include <vector>

@@ -1,8 +1,8 @@
-#include "common/progress.hpp"
+#include "support/progress.hpp"
 
 #include <fmt/format.h>
 
-#include "common/cli.hpp"
+#include "support/cli.hpp"
 
 namespace sagejit::tools {
 

@@ -1,4 +1,4 @@
-#include "common/code_object_stats.hpp"
+#include "support/code_object_stats.hpp"
 
 #include <algorithm>
 #include <cstring>

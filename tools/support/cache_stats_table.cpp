@@ -1,4 +1,4 @@
-#include "common/cache_stats_table.hpp"
+#include "support/cache_stats_table.hpp"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "common/attention_trial.hpp"
+#include "support/attention_trial.hpp"
 
 #include "dev/attention_harness.hpp"
 #include "jit/jit.hpp"

@@ -1,4 +1,4 @@
-#include "common/cli.hpp"
+#include "support/cli.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,8 +12,8 @@
 
 #include "core/build_report.hpp"
 #include "core/env.hpp"
-#include "common/gpu_session.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 namespace sagejit::tools {
 namespace {
@@ -86,6 +86,21 @@ void print_usage_error(const std::string& tool, std::string_view message) noexce
                              to_string(ErrorCode::invalid_argument), message, tool));
   } catch (...) {
   }
+}
+
+CallDevice require_gpu(int ordinal) {
+  try {
+    return resolve_device(ordinal);
+  } catch (const Error& error) {
+    if (error.code() == ErrorCode::runtime_not_found)
+      throw NoGpu(fmt::format("no GPU: no GPU runtime could be loaded ({})", error.what()));
+    throw;
+  }
+}
+
+void add_verbose_flag(CLI::App& app, const std::string& shows) {
+  app.add_flag_callback("--verbose,-v", [] { log::set_level(log::Level::info); },
+                        fmt::format("Log {} (SAGEJIT_LOG=info)", shows));
 }
 
 int run_tool(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {

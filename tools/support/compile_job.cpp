@@ -1,4 +1,4 @@
-#include "common/compile_job.hpp"
+#include "support/compile_job.hpp"
 
 #include <algorithm>
 #include <charconv>

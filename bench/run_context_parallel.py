@@ -3,9 +3,9 @@ output of a real transformer, then the same call with `enable_parallelism(Contex
 or Ulysses over all ranks, diffusers distributing, sagejit computing each local attention and its LSE), and
 rank 0 reports agreement (cosine, PSNR, max abs difference) and the time of both (median of timed calls).
 
-    torchrun --nproc-per-node 2 python/tests/run_context_parallel.py --size bench --mode ring ulysses
+    torchrun --nproc-per-node 2 bench/run_context_parallel.py --size bench --mode ring ulysses
     # CPU, gloo, the emulator (what CI runs, tiny size):
-    torchrun --nproc-per-node 2 python/tests/run_context_parallel.py --device cpu --size tiny
+    torchrun --nproc-per-node 2 bench/run_context_parallel.py --device cpu --size tiny
 
 Prints one JSON line per (model, mode) on rank 0 and writes them to --json when given.
 """
@@ -19,9 +19,9 @@ import time
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # diffusers_models beside this script
 if os.environ.get("SAGEJIT_TEST_INSTALLED") != "1":  # this checkout's python/sagejit, as the tests do
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 
 import diffusers_models as dm  # noqa: E402
 

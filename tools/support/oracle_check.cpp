@@ -1,4 +1,4 @@
-#include "common/oracle_check.hpp"
+#include "support/oracle_check.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@ the transformer's forward time with diffusers' attention backends "sagejit", "na
 choice of kernel), "_native_cudnn" and "_native_flash", and sagejit's final latent after a few Euler steps
 against native's (cosine, PSNR).
 
-    python python/tests/run_diffusers_benchmark.py --json diffusers-bench.json
+    python bench/run_diffusers_benchmark.py --json diffusers-bench.json
 
 Timing: warm-up calls first (sagejit compiles or loads its kernels there), then the median of timed forward
 calls, each between two CUDA events; every backend runs the same inputs.
@@ -16,9 +16,9 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # diffusers_models beside this script
 if os.environ.get("SAGEJIT_TEST_INSTALLED") != "1":  # this checkout's python/sagejit, as the tests do
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 
 import diffusers_models as dm  # noqa: E402
 
