@@ -16,6 +16,7 @@
 // Workspace pointers must be 16-byte aligned (the runner's workspace layout guarantees it), and a KV
 // head's V workspace must be below 4 GiB (Nk_pad * D < 2^32): per-lane tile offsets are 32-bit.
 #include "common/prelude.h"
+#include "common/constants.h"
 #include "common/online_softmax.h"
 #include "common/query_block.h"
 #include "arch/mma_gfx12.h"

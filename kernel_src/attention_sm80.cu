@@ -15,6 +15,7 @@
 // SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS (optional, default 1). SJ_HEAD_DIM is the kernel head dim;
 // out gets the call's p.head_dim columns (fewer when the call's head dim is zero-padded).
 #include "arch/mma_sm80.h"
+#include "common/constants.h"
 #include "common/online_softmax.h"
 #include "common/prelude.h"
 #include "common/query_block.h"

@@ -5,11 +5,12 @@
 // so the workspace matches the emulator bit for bit.
 //
 // Three entries, launched in order by runtime/src/plan/attention_runner.cpp:
-//   sj_prepare_stats     grid (ceil(Nk/64), Hk, B): per 64-token chunk, fp64 partial K sums (smoothing)
-//                        and partial max|V| (fp8 PV). Skipped when neither is needed.
+//   sj_prepare_stats     grid (ceil(Nk/64), Hk, B) (x: sj_k_mean_chunks): per 64-token chunk, fp64
+//                        partial K sums (smoothing) and partial max|V| (fp8 PV). Skipped when neither
+//                        is needed.
 //   sj_prepare_finalize  grid (Hk, B): partials -> k_mean (0 without smoothing) and v_scale (1 for fp16 PV).
-//   sj_prepare_quantize  grid (Hq*Nq_pad/32 + 2*Hk*Nk_pad/32, B): one 32-row block of Q or K, or one
-//                        32-key group of V, per workgroup.
+//   sj_prepare_quantize  grid (Hq*Nq_pad/32 + 2*Hk*Nk_pad/32, B) (x: sj_quantize_blocks): one 32-row
+//                        block of Q or K, or one 32-key group of V, per workgroup.
 //
 // Compile-time defines: SJ_HEAD_DIM (64|128), SJ_DTYPE (0 bf16, 1 fp16), SJ_PV_FP16 (0|1),
 // SJ_PREPARE_THREADS (128|256), SJ_V_PERMUTE (0 natural key order, 1 the sm80 fp8 order of
@@ -19,7 +20,7 @@
 // (a multiple of 8) is read only in its own channels, and every workspace channel past it is written
 // as if its input were 0: K sum and mean 0, V amax 0 so v_scale 0 (fp8; 1 for fp16 PV) and every
 // quantized value 0 (sj_quantize_* give 0 for a zero scale, never a division by zero).
-#include "common/online_softmax.h"  // sj_from_dtype
+#include "common/constants.h"
 #include "common/prelude.h"
 #include "common/quant.h"
 #if SJ_V_PERMUTE == 1
@@ -49,11 +50,9 @@ SJ_DEVICE int sj_v_key_of_slot(int slot) {
 #endif
 }
 
-SJ_DEVICE int sj_chunks(int seq_kv) { return (seq_kv + SJ_K_MEAN_CHUNK - 1) / SJ_K_MEAN_CHUNK; }
-
 SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p) {
   const int chunk = (int)sj_block_x(), hk = (int)sj_block_y(), b = (int)sj_block_z();
-  const int chunks = sj_chunks(p.seq_kv);
+  const int chunks = sj_k_mean_chunks(p.seq_kv);
   const int first = chunk * SJ_K_MEAN_CHUNK;
   const int last = first + SJ_K_MEAN_CHUNK < p.seq_kv ? first + SJ_K_MEAN_CHUNK : p.seq_kv;
   const sj_i64 partial = (((sj_i64)b * p.heads_kv + hk) * chunks + chunk) * SJ_D;
@@ -81,7 +80,7 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p) {
 
 SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p) {
   const int hk = (int)sj_block_x(), b = (int)sj_block_y();
-  const int chunks = sj_chunks(p.seq_kv);
+  const int chunks = sj_k_mean_chunks(p.seq_kv);
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
   // Work items 0..D-1: the K mean of one channel; D..2D-1: the V scale of one channel, on separate
   // threads (each item is one latency-bound walk over the chunks' partials). Unrolled so the loads

@@ -81,7 +81,7 @@ TEST_CASE("a padded head dim plans onto the kernel head dim: specialization, wor
       CHECK(padded.v_scale == native.v_scale);
       CHECK(padded.lse_delta == native.lse_delta);
       const std::int64_t rows_q = call.batch * call.heads_q * padded.seq_q_pad;
-      CHECK(static_cast<std::int64_t>(padded.q_scale - padded.q8) >= rows_q * kernel_dim);
+      CHECK(static_cast<std::int64_t>(padded.q_scale.offset - padded.q8.offset) >= rows_q * kernel_dim);
     }
   }
 }

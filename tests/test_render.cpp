@@ -77,6 +77,17 @@ TEST_CASE("config ids are sorted key=value lists") {
   CHECK(config_id({}) == "");
 }
 
+TEST_CASE("the prepare kernel renders with the shared constants header inlined once") {
+  // kernel_src/common/constants.h is embedded like every kernel_src header (the build's glob) and
+  // reached twice (prepare.cu and common/quant.h): #pragma once keeps one copy.
+  const RenderedKernel rendered = render_kernel(kernel_by_name("prepare"), {{"threads", 256}}, {}, "gfx1201");
+  const std::string marker = "#line 1 \"common/constants.h\"";
+  const std::size_t first = rendered.source.find(marker);
+  REQUIRE(first != std::string::npos);
+  CHECK(rendered.source.find(marker, first + 1) == std::string::npos);
+  CHECK(rendered.source.find("#define SJ_SEQ_PAD 128") != std::string::npos);
+}
+
 TEST_CASE("the probe kernel is registered and renders from the embedded sources") {
   const KernelDesc& probe = find_kernel("jit_probe", "gfx1201:xnack-");
   CHECK(&probe == &kernel_by_name("jit_probe"));

@@ -334,7 +334,7 @@ int run(const Options& options) {
     const auto [q_lo, q_hi] = length_bucket(shape.seq_q);
     const auto [kv_lo, kv_hi] = length_bucket(shape.seq_kv);
     new_entries.push_back({{"problem",
-                            {{"dtype", shape.dtype == DType::fp16 ? "fp16" : "bf16"},
+                            {{"dtype", to_string(shape.dtype)},
                              {"head_dim", kernel_head_dim_for(shape.head_dim)},  // tables key the kernel's (padded) dim
                              {"causal", shape.causal},
                              {"gqa_ratio", shape.gqa_ratio},

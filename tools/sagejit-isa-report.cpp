@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
   app.add_option("--arch", options.archs, "gfx12 archs (default gfx1201 gfx1200)")
       ->check(CLI::IsMember({"gfx1200", "gfx1201"}));
   app.add_option("--dtype", options.dtypes, "Input dtypes (default bf16; the key loop does not depend on it)")
-      ->check(CLI::IsMember({"bf16", "fp16"}));
+      ->check(CLI::IsMember(kernel_dtype_names()));
   app.add_option("--head-dim", options.head_dims, "Head dims (default 64 128)")->check(CLI::IsMember({64, 128}));
   app.add_option("--causal", options.causal, "Causal variants, 0 and/or 1 (default both)")->check(CLI::IsMember({0, 1}));
   app.add_option("--objdump", options.objdump, "llvm-objdump to disassemble with (default: llvm-objdump-22 .. in PATH)");
@@ -258,13 +258,13 @@ int main(int argc, char** argv) {
       for (const std::string& dtype_name : options.dtypes)
         for (int head_dim : options.head_dims)
           for (int causal : options.causal) {
-            const DType dtype = dtype_name == "bf16" ? DType::bf16 : DType::fp16;
+            const DType dtype = *kernel_dtype_named(dtype_name);  // --dtype accepts only kernel_dtype_names()
             for (const TileConfig& config : shipped_configs(files, arch, dtype, head_dim, causal != 0)) {
               Row row;
               row.arch = arch;
               row.problem = fmt::format("{} D={}{}", dtype_name, head_dim, causal ? " causal" : "");
               row.config = config;
-              row.spec.dtype = dtype == DType::bf16 ? 0 : 1;
+              row.spec.dtype = static_cast<int>(dtype);
               row.spec.head_dim = head_dim;
               row.spec.causal = causal != 0;
               row.spec.v = kernel_v_input(attention_gfx12_kernel, config);

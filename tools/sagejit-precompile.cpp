@@ -50,7 +50,7 @@ struct Options {
   std::optional<std::string> emit_dir;
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::string> kernels;
-  std::vector<std::string> dtypes{"bf16", "fp16"};
+  std::vector<std::string> dtypes = kernel_dtype_names();
   std::vector<int> head_dims{std::begin(kernel_head_dims), std::end(kernel_head_dims)};
   bool dry_run = false;
   bool all_candidates = false;
@@ -88,7 +88,7 @@ std::vector<AttentionCall> problems(const Options& options) {
       for (bool causal : {false, true})
         for (bool lse : options.all_specializations ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
           AttentionCall call;
-          call.dtype = dtype == "fp16" ? DType::fp16 : DType::bf16;
+          call.dtype = *kernel_dtype_named(dtype);  // --dtype accepts only kernel_dtype_names()
           call.head_dim = head_dim;
           call.seq_q = call.seq_kv = 128;
           call.causal = causal;
@@ -516,9 +516,10 @@ int main(int argc, char** argv) {
   app.add_option("--jobs,-j", options.jobs, "Parallel compiles (default: the number of cores)")->check(CLI::Range(1u, 4096u));
   app.add_option("--kernels", options.kernels, "Kernel names or families to build (default: every dispatched kernel)")
       ->delimiter(',');
-  app.add_option("--dtype", options.dtypes, "Input dtypes to specialize for (default: bf16,fp16)")
+  app.add_option("--dtype", options.dtypes,
+                 fmt::format("Input dtypes to specialize for (default: {})", fmt::join(kernel_dtype_names(), ",")))
       ->delimiter(',')
-      ->check(CLI::IsMember({"bf16", "fp16"}));
+      ->check(CLI::IsMember(kernel_dtype_names()));
   app.add_option("--head-dim", options.head_dims,
                  "Kernel head dims to specialize for (default: " + kernel_head_dims_text() +
                      "); calls of a smaller head dim run zero-padded on the next of them")

@@ -87,7 +87,7 @@ std::vector<Feature> feature_matrix(bool quick, unsigned seed) {
     for (DType dtype : kernel_dtypes)
       for (int head_dim : kernel_head_dims)
         for (bool causal : {false, true})
-          features.push_back({fmt::format("{} d{}{} 1x4x1024", dtype == DType::fp16 ? "fp16" : "bf16", head_dim,
+          features.push_back({fmt::format("{} d{}{} 1x4x1024", to_string(dtype), head_dim,
                                           causal ? " causal" : ""),
                               shape(1, 4, 1024, 1024, head_dim, dtype, causal), settings(salt++)});
     features.push_back({"GQA 8:1 NHD LSE causal", shape(2, 16, 515, 515, 128, DType::bf16, true, 8),

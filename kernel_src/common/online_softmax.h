@@ -3,6 +3,7 @@
 // Everything is SJ_HOST_DEVICE: the host tests and the emulator call the same functions.
 #pragma once
 
+#include "common/constants.h"
 #include "common/prelude.h"
 
 #if defined(SJ_HOST)
@@ -65,12 +66,4 @@ SJ_HOST_DEVICE float sj_output(float acc, float l, float v_scale) { return (acc 
 // Step 9: natural-log LSE of q.k^T*sm_scale. delta undoes K smoothing's per-row shift (0 without).
 SJ_HOST_DEVICE float sj_lse(float m, float l, float delta) {
   return (m + sj_log2(l) - SJ_P_OFFSET + delta) * 0.69314718055994530942f;
-}
-
-// Output conversion to the input dtype (0 = bf16, 1 = fp16), round-to-nearest-even.
-SJ_HOST_DEVICE sj_u16 sj_to_dtype(float value, int dtype) {
-  return dtype == 0 ? sj_f32_to_bf16(value) : sj_f32_to_f16(value);
-}
-SJ_HOST_DEVICE float sj_from_dtype(sj_u16 bits, int dtype) {
-  return dtype == 0 ? sj_bf16_to_f32(bits) : sj_f16_to_f32(bits);
 }

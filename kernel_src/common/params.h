@@ -2,12 +2,9 @@
 // -nogpuinc, and the host C++ compiler). Plain C layout, fixed-width types only, no includes: the
 // kernel prelude defines the integer types on the device side. Workspace layouts are those of
 // docs/NUMERICS.md: rows and per-channel sections hold SJ_HEAD_DIM channels (the kernel head dim),
-// of which the call's `head_dim` are real and the rest zero padding.
+// of which the call's `head_dim` are real and the rest zero padding. The block (32), chunk (64) and
+// padding (128) sizes in the comments below are those of common/constants.h.
 #pragma once
-
-#define SJ_QUANT_BLOCK 32
-#define SJ_SEQ_PAD 128
-#define SJ_P_OFFSET 8.807f
 
 // Strides are in elements of the tensor's own dtype, ordered (batch, head, token); the channel
 // stride is 1 (checked on the host).

@@ -114,3 +114,13 @@ SJ_HOST_DEVICE sj_u16 sj_f32_to_f16(float value) {
   if (remainder > 0.5f || (remainder == 0.5f && (integer & 1u))) ++integer;
   return (sj_u16)(sign | integer);
 }
+
+// ---- The input dtypes (SJ_DTYPE: the DType value, core/kernel_inputs.hpp) ------------------------
+// One place for every kernel and the CPU emulator: the inputs' 16-bit storage to fp32 (exact) and the
+// output back to it, round-to-nearest-even.
+SJ_HOST_DEVICE sj_u16 sj_to_dtype(float value, int dtype) {
+  return dtype == 0 ? sj_f32_to_bf16(value) : sj_f32_to_f16(value);
+}
+SJ_HOST_DEVICE float sj_from_dtype(sj_u16 bits, int dtype) {
+  return dtype == 0 ? sj_bf16_to_f32(bits) : sj_f16_to_f32(bits);
+}

@@ -9,62 +9,31 @@
 // (no -ftz / --use_fast_math) or inputs whose values are fp32 subnormals (|x| < 1.2e-38) may differ.
 #pragma once
 
+#include "common/constants.h"
 #include "common/e4m3.h"
 #include "common/prelude.h"
 
 #define SJ_INT8_MAX 127.0f
 #define SJ_E4M3_MAX 448.0f
 #define SJ_FP16_MAX 65504.0f
-#define SJ_K_MEAN_CHUNK 64  // tokens per fp64 partial sum of the K mean (fixed summation order)
 
 // ---- Correctly rounded single operations ---------------------------------------------------
-SJ_HOST_DEVICE float sj_mul_rn(float a, float b) {
+// Each is one IEEE operation: NVIDIA device code calls its _rn intrinsic, every other compiler the
+// plain operator (see the top of this file).
 #if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
+#define SJ_ROUNDED_OP(name, type, nvidia_intrinsic, op) \
+  SJ_HOST_DEVICE type name(type a, type b) { return nvidia_intrinsic(a, b); }
 #else
-  return a * b;
+#define SJ_ROUNDED_OP(name, type, nvidia_intrinsic, op) \
+  SJ_HOST_DEVICE type name(type a, type b) { return a op b; }
 #endif
-}
-
-SJ_HOST_DEVICE float sj_add_rn(float a, float b) {
-#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-
-SJ_HOST_DEVICE float sj_sub_rn(float a, float b) {
-#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
-  return __fsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-
-SJ_HOST_DEVICE float sj_div_rn(float a, float b) {
-#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
-
-SJ_HOST_DEVICE double sj_add_rn_f64(double a, double b) {
-#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-
-SJ_HOST_DEVICE double sj_div_rn_f64(double a, double b) {
-#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
-  return __ddiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
+SJ_ROUNDED_OP(sj_mul_rn, float, __fmul_rn, *)
+SJ_ROUNDED_OP(sj_add_rn, float, __fadd_rn, +)
+SJ_ROUNDED_OP(sj_sub_rn, float, __fsub_rn, -)
+SJ_ROUNDED_OP(sj_div_rn, float, __fdiv_rn, /)
+SJ_ROUNDED_OP(sj_add_rn_f64, double, __dadd_rn, +)
+SJ_ROUNDED_OP(sj_div_rn_f64, double, __ddiv_rn, /)
+#undef SJ_ROUNDED_OP
 
 SJ_HOST_DEVICE float sj_abs(float x) { return sj_bit_cast<float>(sj_bit_cast<sj_u32>(x) & 0x7fffffffu); }
 

@@ -10,21 +10,12 @@ import os
 import threading
 
 from . import _runtime_dirs
+from ._abi import Status
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
-SUCCESS = 0
-STATUS_NAMES = {
-    0: "success",
-    1: "invalid_argument",
-    2: "unsupported",
-    3: "runtime_not_found",
-    4: "device_error",
-    5: "compile_error",
-    6: "cache_error",
-    7: "config_error",
-    8: "internal",
-}
+SUCCESS = Status.success
+STATUS_NAMES = {status.value: status.name for status in Status}
 
 
 class SagejitError(RuntimeError):
@@ -41,13 +32,13 @@ class UnsupportedCall(SagejitError):
     a gradient, a dtype, head dim or device it has no kernel for. The one type to catch to fall back to
     another attention (torch SDPA, ...); the message names what was refused and what is accepted."""
 
-    def __init__(self, message, status=2):
+    def __init__(self, message, status=Status.unsupported):
         super().__init__(status, message)
 
 
 def error_for(status, message):
     """The exception for a failed C ABI status: UnsupportedCall for `unsupported`, else SagejitError."""
-    return UnsupportedCall(message) if status == 2 else SagejitError(status, message)
+    return UnsupportedCall(message) if status == Status.unsupported else SagejitError(status, message)
 
 
 class Tensor(ctypes.Structure):
@@ -152,7 +143,7 @@ def library():
                 except OSError as error:
                     tried.append(f"{path} ({error})")
             if _lib is None:
-                raise SagejitError(3, "libsagejit could not be loaded; set SAGEJIT_LIBRARY to its path. Tried: "
+                raise SagejitError(Status.runtime_not_found, "libsagejit could not be loaded; set SAGEJIT_LIBRARY to its path. Tried: "
                                    + "; ".join(tried))
             _runtime_dirs.hand_over(_lib)  # before any call chooses the GPU runtime libraries
         return _lib

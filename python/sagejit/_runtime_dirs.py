@@ -30,6 +30,8 @@ import os
 import sys
 import warnings
 
+from ._abi import Status
+
 ENV_VAR = "SAGEJIT_LIBRARY_DIRS"
 
 
@@ -133,7 +135,7 @@ def hand_over(lib):
     dirs = runtime_search_dirs()
     # os.fsencode: a directory name that is not UTF-8 (undecodable bytes in sys.path) is passed as its bytes.
     status = lib.sagejit_set_library_search_dirs(os.fsencode(os.pathsep.join(dirs)))
-    if status != 0:
+    if status != Status.success:
         message = lib.sagejit_last_error().decode("utf-8", "replace")
         warnings.warn(f"sagejit: the GPU library directories of this Python environment ({os.pathsep.join(dirs)}) "
                       f"were not handed over: {message}", RuntimeWarning, stacklevel=2)

@@ -4,9 +4,9 @@ import importlib.abc
 import importlib.util
 import sys
 
+from ._abi import Status
 from ._library import SagejitError
 
-RUNTIME_NOT_FOUND = 3
 _op = None
 _why_not = None
 
@@ -28,7 +28,7 @@ def torch_op(required=True):
         except Exception as error:  # noqa: BLE001  a torch whose import fails otherwise (OSError: a missing libcudnn)
             _why_not = f"import torch failed: {type(error).__name__}: {error}"
     if _op is None and required:
-        raise SagejitError(RUNTIME_NOT_FOUND, f"sagejit.sageattn needs torch >= 2.4: {_why_not}")
+        raise SagejitError(Status.runtime_not_found, f"sagejit.sageattn needs torch >= 2.4: {_why_not}")
     return _op
 
 

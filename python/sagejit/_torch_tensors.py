@@ -1,12 +1,13 @@
 """torch.Tensor -> sagejit_tensor, with the checks that only Python can make (a tensor at all, 4-D, on a
 device sagejit runs on). Everything else (dtype, head_dim, strides, shapes) is validated by the library."""
+from ._abi import KERNEL_DTYPES, TORCH_NAMES, Status
 from ._library import SagejitError, Tensor, UnsupportedCall
 
-INVALID_ARGUMENT = 1
+INVALID_ARGUMENT = Status.invalid_argument
 
-# sagejit_dtype codes (sagejit.h).
-_DTYPE_CODES = {"torch.bfloat16": 0, "torch.float16": 1, "torch.float32": 2, "torch.float64": 3,
-                "torch.int8": 4, "torch.float8_e4m3fn": 5}
+# sagejit_dtype codes by str(torch dtype): the library names the ones its kernels do not take.
+_DTYPE_CODES = {f"torch.{torch_name}": dtype.value for dtype, torch_name in TORCH_NAMES.items()}
+_KERNEL_TORCH_NAMES = ", ".join(f"torch.{TORCH_NAMES[dtype]}" for dtype in KERNEL_DTYPES)
 # "cuda" is torch's name for CUDA and ROCm (HIP) devices alike; "cpu" runs the library's emulator.
 DEVICE_TYPES = ("cuda", "cpu")
 
@@ -14,7 +15,7 @@ DEVICE_TYPES = ("cuda", "cpu")
 def dtype_code(dtype, name):
     code = _DTYPE_CODES.get(str(dtype))
     if code is None:
-        raise UnsupportedCall(f"{name}.dtype {dtype} is not one of [torch.bfloat16, torch.float16]")
+        raise UnsupportedCall(f"{name}.dtype {dtype} is not one of [{_KERNEL_TORCH_NAMES}]")
     return code
 
 

@@ -26,6 +26,8 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
+from ._abi import KERNEL_DTYPES, TORCH_NAMES, DType
+
 REPORT_VERSION = 1
 
 
@@ -366,7 +368,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="fewer timed calls")
     parser.add_argument("--full-selftest", action="store_true", help="sagejit-selftest's whole matrix (default --quick)")
     parser.add_argument("--no-selftest", action="store_true", help="skip the selftest")
-    parser.add_argument("--dtype", choices=["bf16", "fp16"], default="bf16")
+    parser.add_argument("--dtype", choices=[dtype.name for dtype in KERNEL_DTYPES], default="bf16")
     parser.add_argument("--device", type=int, default=0)
     parser.add_argument("--probe-configs", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -382,7 +384,7 @@ def main(argv=None):
         return 3
     device = torch.device("cuda", args.device)
     torch.cuda.set_device(device)
-    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
+    dtype = getattr(torch, TORCH_NAMES[DType[args.dtype]])
     shapes = [s for s in SHAPES if not args.shapes or s.name in args.shapes]
     warmup, repeats = (3, 10) if args.quick else (5, 30)
     started = time.time()

@@ -22,6 +22,7 @@ import collections
 import threading
 import warnings
 
+from ._abi import Status, kernel_torch_dtypes
 from ._library import SagejitError, library
 
 _state_lock = threading.Lock()
@@ -46,7 +47,7 @@ def _head_dim_supported(head_dim):
     supported = _head_dims.get(head_dim)
     if supported is None:
         try:
-            supported = library().sagejit_check_head_dim(int(head_dim)) == 0
+            supported = library().sagejit_check_head_dim(int(head_dim)) == Status.success
         except SagejitError:
             supported = False
         _head_dims[head_dim] = supported
@@ -85,7 +86,7 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, is_causal, scale, 
         return "not on a CUDA/ROCm device"
     if any(t.device != query.device for t in tensors):
         return "tensors on different devices"
-    if query.dtype not in (torch.bfloat16, torch.float16) or key.dtype != query.dtype or value.dtype != query.dtype:
+    if query.dtype not in kernel_torch_dtypes(torch) or key.dtype != query.dtype or value.dtype != query.dtype:
         return "dtype"
     if key.shape[-1] != query.shape[-1] or value.shape[-1] != query.shape[-1] or \
             not _head_dim_supported(query.shape[-1]):

@@ -2,9 +2,9 @@
 """Fails when a runtime module includes a module above it (docs/ARCHITECTURE.md, "Layers").
 
 Layers, lowest first; a module may include its own layer and the layers below, never above, and
-peers on one rank (device, compiler, numerics) never each other:
+peers on one rank (device, compiler, numerics, tuning) never each other:
 
-    core < platform < device | compiler | numerics < cache < jit < tuning < kernels < plan < api < dev
+    core < platform < device | compiler | numerics | tuning < cache < jit < kernels < plan < api < dev
 
 Also allowed everywhere: the public headers (<sagejit/...> / "sagejit/..."), the generated
 build_info.hpp, the kernel headers that exist under kernel_src (included by their path there, e.g.
@@ -17,8 +17,8 @@ import pathlib
 import re
 import sys
 
-RANKS = {"core": 0, "platform": 1, "device": 2, "compiler": 2, "numerics": 2, "cache": 3, "jit": 4, "tuning": 5,
-         "kernels": 6, "plan": 7, "api": 8, "dev": 9}
+RANKS = {"core": 0, "platform": 1, "device": 2, "compiler": 2, "numerics": 2, "tuning": 2, "cache": 3, "jit": 4,
+         "kernels": 5, "plan": 6, "api": 7, "dev": 8}
 ANYWHERE = {"sagejit", "build_info.hpp"}
 KERNEL_SRC = pathlib.Path(__file__).resolve().parents[2] / "kernel_src"
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')

@@ -22,7 +22,7 @@ CacheLookup build_job(CodeCache& cache, const KeyedJob& job) {
 }
 
 std::string specialization_text(const Specialization& spec) {
-  std::string text = fmt::format("{} d{}", spec.dtype == 1 ? "fp16" : "bf16", spec.head_dim);
+  std::string text = fmt::format("{} d{}", to_string(static_cast<DType>(spec.dtype)), spec.head_dim);
   if (spec.causal) text += " causal";
   if (spec.write_lse) text += " lse";
   if (spec.v.pv_fp16) text += " pv=fp16";

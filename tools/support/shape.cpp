@@ -4,18 +4,25 @@
 #include <cmath>
 #include <sstream>
 
+#include <optional>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "core/kernel_inputs.hpp"
 #include "plan/attention_plan.hpp"
-#include "jit/kernel_desc.hpp"
 #include "platform/safe_file.hpp"
 
 namespace sagejit::tools {
 
 namespace {
 
-constexpr std::string_view shape_form = "B,H,Nq,Nk,D[,causal][,bf16|fp16][,gqa=R]";
+// "bf16|fp16" (separator "|") or "bf16, fp16": the kernels' dtypes (core/kernel_inputs.hpp).
+std::string dtype_names(std::string_view separator) { return fmt::format("{}", fmt::join(kernel_dtype_names(), separator)); }
+
+// "B,H,Nq,Nk,D[,causal][,bf16|fp16][,gqa=R]"
+const std::string shape_form = fmt::format("B,H,Nq,Nk,D[,causal][,{}][,gqa=R]", dtype_names("|"));
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\r')) text.remove_prefix(1);
@@ -42,7 +49,7 @@ double AttentionShape::operations() const {
 std::string AttentionShape::text() const {
   std::string text = fmt::format("{},{},{},{},{}", batch, heads_q, seq_q, seq_kv, head_dim);
   if (causal) text += ",causal";
-  text += dtype == DType::fp16 ? ",fp16" : ",bf16";
+  text += fmt::format(",{}", to_string(dtype));
   if (gqa_ratio != 1) text += fmt::format(",gqa={}", gqa_ratio);
   return text;
 }
@@ -100,15 +107,15 @@ AttentionShape parse_shape(std::string_view text, std::string_view what) {
     if (field == "causal") {
       repeated(causal_seen, "causal");
       shape.causal = true;
-    } else if (field == "bf16" || field == "fp16") {
+    } else if (const std::optional<DType> dtype = kernel_dtype_named(field)) {
       repeated(dtype_seen, "the dtype");
-      shape.dtype = field == "fp16" ? DType::fp16 : DType::bf16;
+      shape.dtype = *dtype;
     } else if (field.rfind("gqa=", 0) == 0) {
       repeated(gqa_seen, "gqa=");
       shape.gqa_ratio = parse_positive(field.substr(4), "gqa", text, what);
     } else {
-      fail(ErrorCode::invalid_argument, "{} \"{}\": unknown field \"{}\" (accepted after D: causal, bf16, fp16, gqa=R)",
-           what, text, field);
+      fail(ErrorCode::invalid_argument, "{} \"{}\": unknown field \"{}\" (accepted after D: causal, {}, gqa=R)", what,
+           text, field, dtype_names(", "));
     }
   }
   if (shape.heads_q % shape.gqa_ratio != 0)

@@ -9,6 +9,7 @@
 
 #include "plan/attention_plan.hpp"
 #include "core/error.hpp"
+#include "core/kernel_inputs.hpp"
 
 namespace sagejit {
 namespace {
@@ -30,10 +31,7 @@ void check_layout(Layout layout) {
     fail(ErrorCode::invalid_argument, "options.layout {} is not one of [HND (0), NHD (1)]", value);
 }
 
-bool known_dtype(DType dtype) {
-  const int value = static_cast<int>(dtype);
-  return value >= static_cast<int>(DType::bf16) && value <= static_cast<int>(DType::fp8_e4m3);
-}
+bool known_dtype(DType dtype) { return dtype_info(dtype) != nullptr; }
 
 std::string dtype_name(DType dtype) {
   return known_dtype(dtype) ? std::string(to_string(dtype)) : fmt::format("<unknown dtype {}>", static_cast<int>(dtype));

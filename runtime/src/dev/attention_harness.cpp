@@ -1,10 +1,9 @@
 #include "dev/attention_harness.hpp"
 
-#include <cstring>
 #include <vector>
 
 #include "arch/mma_sm80.h"
-#include "common/params.h"
+#include "common/constants.h"
 #include "core/error.hpp"
 
 namespace sagejit {
@@ -16,13 +15,8 @@ RowStrides row_strides(const numerics::HostTensor& tensor) {
 }
 
 template <typename T>
-std::vector<T> section(std::span<const std::byte> workspace, std::size_t offset, std::size_t count) {
-  if (offset + count * sizeof(T) > workspace.size())
-    fail(ErrorCode::internal, "workspace copy of {} bytes ends before its section at {} (+{} bytes)", workspace.size(),
-         offset, count * sizeof(T));
-  std::vector<T> values(count);
-  std::memcpy(values.data(), workspace.data() + offset, count * sizeof(T));
-  return values;
+std::vector<T> copied(std::span<T> section) {
+  return {section.begin(), section.end()};
 }
 
 }  // namespace
@@ -62,38 +56,36 @@ numerics::KeySlotMap v_key_slots(const AttentionPlan& plan) {
 numerics::PreparedTensors prepared_from_workspace(std::span<const std::byte> workspace, const AttentionPlan& plan,
                                                   const AttentionCall& call) {
   const WorkspaceLayout& layout = plan.workspace;
-  numerics::PreparedTensors prepared;
-  prepared.batch = call.batch;
-  prepared.heads_q = call.heads_q;
-  prepared.heads_kv = call.heads_kv;
-  prepared.seq_q = call.seq_q;
-  prepared.seq_kv = call.seq_kv;
-  prepared.seq_q_pad = layout.seq_q_pad;
-  prepared.seq_kv_pad = layout.seq_kv_pad;
-  prepared.head_dim = call.head_dim;
-  prepared.head_dim_pad = plan.spec.head_dim;
-  prepared.dtype = call.dtype;
-  prepared.smooth_k = plan.smooth_k;
-  prepared.pv_fp16 = plan.spec.v.pv_fp16;
-  prepared.sm_scale = call.sm_scale;
-  prepared.q_mul = numerics::q_multiplier(call.sm_scale);
-  const auto bq = static_cast<std::size_t>(call.batch * call.heads_q);
-  const auto bk = static_cast<std::size_t>(call.batch * call.heads_kv);
-  const auto d = static_cast<std::size_t>(plan.spec.head_dim);  // workspace rows: padded channels included
-  const auto nq = static_cast<std::size_t>(layout.seq_q_pad), nk = static_cast<std::size_t>(layout.seq_kv_pad);
-  prepared.q8 = section<std::int8_t>(workspace, layout.q8, bq * nq * d);
-  prepared.q_scale = section<float>(workspace, layout.q_scale, bq * (nq / SJ_QUANT_BLOCK));
-  prepared.k8 = section<std::int8_t>(workspace, layout.k8, bk * nk * d);
-  prepared.k_scale = section<float>(workspace, layout.k_scale, bk * (nk / SJ_QUANT_BLOCK));
-  prepared.k_mean = section<float>(workspace, layout.k_mean, bk * d);
-  if (plan.spec.v.pv_fp16)
-    prepared.v16 = section<std::uint16_t>(workspace, layout.v_quant, bk * d * nk);
-  else
-    prepared.v8 = section<std::uint8_t>(workspace, layout.v_quant, bk * d * nk);
-  prepared.v_scale = section<float>(workspace, layout.v_scale, bk * d);
-  if (plan.spec.write_lse && plan.smooth_k)
-    prepared.lse_delta = section<float>(workspace, layout.lse_delta, bq * static_cast<std::size_t>(call.seq_q));
-  return prepared;
+  if (workspace.size() < layout.total_bytes)
+    fail(ErrorCode::internal, "workspace copy of {} bytes is shorter than the plan's workspace of {} bytes",
+         workspace.size(), layout.total_bytes);
+  // Only read below: the spans of a const copy.
+  const WorkspaceSpans sections = workspace_spans(layout, const_cast<std::byte*>(workspace.data()));
+  return {
+      .batch = call.batch,
+      .heads_q = call.heads_q,
+      .heads_kv = call.heads_kv,
+      .seq_q = call.seq_q,
+      .seq_kv = call.seq_kv,
+      .seq_q_pad = layout.seq_q_pad,
+      .seq_kv_pad = layout.seq_kv_pad,
+      .head_dim = call.head_dim,
+      .head_dim_pad = plan.spec.head_dim,  // workspace rows: padded channels included
+      .dtype = call.dtype,
+      .smooth_k = plan.smooth_k,
+      .pv_fp16 = plan.spec.v.pv_fp16,
+      .sm_scale = call.sm_scale,
+      .q_mul = sj_q_multiplier(call.sm_scale),
+      .q8 = copied(sections.q8),
+      .q_scale = copied(sections.q_scale),
+      .k8 = copied(sections.k8),
+      .k_scale = copied(sections.k_scale),
+      .k_mean = copied(sections.k_mean),
+      .v8 = copied(sections.v8),  // one of v8 and v16 is empty, as the plan's V format says
+      .v16 = copied(sections.v16),
+      .v_scale = copied(sections.v_scale),
+      .lse_delta = copied(sections.lse_delta),  // empty unless an LSE with smoothing
+  };
 }
 
 }  // namespace sagejit

@@ -2,29 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <ranges>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 namespace sagejit {
-
-bool is_kernel_head_dim(int head_dim) noexcept {
-  return std::find(std::begin(kernel_head_dims), std::end(kernel_head_dims), head_dim) != std::end(kernel_head_dims);
-}
-
-std::string kernel_head_dims_text() { return fmt::format("[{}]", fmt::join(kernel_head_dims, ", ")); }
-
-bool is_kernel_dtype(DType dtype) noexcept {
-  return std::find(std::begin(kernel_dtypes), std::end(kernel_dtypes), dtype) != std::end(kernel_dtypes);
-}
-
-bool is_kernel_dtype(int dtype) noexcept { return is_kernel_dtype(static_cast<DType>(dtype)); }
-
-std::string kernel_dtypes_text() {
-  std::vector<std::string_view> names;
-  for (const DType dtype : kernel_dtypes) names.push_back(to_string(dtype));
-  return fmt::format("[{}]", fmt::join(names, ", "));
-}
 
 namespace {
 
@@ -84,7 +67,8 @@ std::string check_kernel_config(const KernelDesc& desc, const TileConfig& config
   if ((desc.specialized_on & spec_head_dim) != 0 && !is_kernel_head_dim(spec.head_dim))
     return fmt::format("head_dim {} is not one of {}", spec.head_dim, kernel_head_dims_text());
   if ((desc.specialized_on & spec_dtype) != 0 && !is_kernel_dtype(spec.dtype))
-    return fmt::format("dtype {} is not one of {} (as int: 0, 1)", spec.dtype, kernel_dtypes_text());
+    return fmt::format("dtype {} is not one of {} (as int: {})", spec.dtype, kernel_dtypes_text(),
+                       fmt::join(kernel_dtypes | std::views::transform([](DType d) { return static_cast<int>(d); }), ", "));
   if (desc.check_resources != nullptr) return desc.check_resources(complete_config(desc, config), spec, target);
   return {};
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernel_inputs.hpp"  // kernel_head_dims, kernel_dtypes
 #include "core/target.hpp"
 #include "core/tile_config.hpp"
 #include "device/device.hpp"
@@ -29,18 +30,6 @@ struct VInput {
   VOrder order = VOrder::natural;
   bool operator==(const VInput&) const = default;
 };
-
-// The head dims and dtypes the kernels are compiled for (the one place this rule is written; the
-// attention plan maps a call onto them).
-inline constexpr int kernel_head_dims[] = {64, 128};
-bool is_kernel_head_dim(int head_dim) noexcept;
-// "[64, 128]", for messages.
-std::string kernel_head_dims_text();
-inline constexpr DType kernel_dtypes[] = {DType::bf16, DType::fp16};
-bool is_kernel_dtype(DType dtype) noexcept;
-bool is_kernel_dtype(int dtype) noexcept;  // a Specialization's dtype
-// "[bf16, fp16]", for messages.
-std::string kernel_dtypes_text();
 
 // Compile-time properties of a call that select a code object (besides the tile config).
 struct Specialization {

@@ -1,34 +1,29 @@
 // Descriptor of kernel_src/prepare.cu: the prepare stage for every vendor (one source). It writes V
 // in the format the attention kernel of the call reads (Specialization::v, which the attention plan
 // takes from that kernel's descriptor).
+#include <cstdint>
+
+#include "common/constants.h"
 #include "kernels/launch_shapes.hpp"
 
 namespace sagejit {
 namespace {
 
-constexpr int k_mean_chunk = 64;  // SJ_K_MEAN_CHUNK
-constexpr int quant_block = 32;   // SJ_QUANT_BLOCK
-constexpr int seq_pad = 128;      // SJ_SEQ_PAD
-
-unsigned round_up(int value, int multiple) { return static_cast<unsigned>((value + multiple - 1) / multiple * multiple); }
-
 LaunchGeometry prepare_geometry(int entry, const TileConfig& config, const Specialization&, const ProblemShape& shape) {
   LaunchGeometry geometry;
   geometry.block = {static_cast<unsigned>(config.at("threads")), 1, 1};
-  const unsigned b = static_cast<unsigned>(shape.batch), hq = static_cast<unsigned>(shape.heads_q),
-                 hk = static_cast<unsigned>(shape.heads_kv);
+  const unsigned b = static_cast<unsigned>(shape.batch), hk = static_cast<unsigned>(shape.heads_kv);
   switch (entry) {
     case 0:  // sj_prepare_stats
-      geometry.grid = {static_cast<unsigned>((shape.seq_kv + k_mean_chunk - 1) / k_mean_chunk), hk, b};
+      geometry.grid = {static_cast<unsigned>(sj_k_mean_chunks(shape.seq_kv)), hk, b};
       break;
     case 1:  // sj_prepare_finalize
       geometry.grid = {hk, b, 1};
       break;
-    default: {  // sj_prepare_quantize
-      const unsigned q_blocks = round_up(shape.seq_q, seq_pad) / quant_block;
-      const unsigned k_blocks = round_up(shape.seq_kv, seq_pad) / quant_block;
-      geometry.grid = {hq * q_blocks + 2 * hk * k_blocks, b, 1};
-    }
+    default:  // sj_prepare_quantize (plan/kernel_limits.cpp keeps the count within an int)
+      geometry.grid = {static_cast<unsigned>(sj_quantize_blocks<std::int64_t>(shape.heads_q, shape.seq_q, shape.heads_kv,
+                                                                              shape.seq_kv)),
+                       b, 1};
   }
   return geometry;
 }

@@ -7,6 +7,7 @@
 #include "common/e4m3.h"
 #include "common/prelude.h"
 #include "core/error.hpp"
+#include "core/kernel_inputs.hpp"
 #include "sagejit/types.hpp"
 
 namespace sagejit::numerics {
@@ -20,18 +21,18 @@ inline std::uint16_t float_to_fp16(float value) { return sj_f32_to_f16(value); }
 inline std::uint8_t float_to_e4m3(float value) { return sj_e4m3_encode(value); }
 inline float e4m3_to_float(std::uint8_t code) { return sj_e4m3_decode(code); }
 
-// The 16-bit input dtypes the algorithm accepts (bf16, fp16); anything else is `unsupported`.
+// The 16-bit input dtypes the algorithm accepts (the kernels' dtypes: bf16, fp16); anything else is
+// `unsupported`.
 inline void require_16bit_float(DType dtype, const char* what) {
-  if (dtype != DType::bf16 && dtype != DType::fp16)
-    fail(ErrorCode::unsupported, "{}: dtype {} is not supported (supported: bf16, fp16)", what, to_string(dtype));
+  if (!is_kernel_dtype(dtype))
+    fail(ErrorCode::unsupported, "{}: dtype {} is not supported (supported: {})", what, to_string(dtype),
+         kernel_dtypes_text());
 }
 
-// 16-bit storage <-> fp32 for a bf16/fp16 dtype.
-inline float half_bits_to_float(std::uint16_t bits, DType dtype) {
-  return dtype == DType::bf16 ? bf16_to_float(bits) : fp16_to_float(bits);
-}
+// 16-bit storage <-> fp32 for a kernel dtype: the kernels' own conversion (kernel_src/common/prelude.h).
+inline float half_bits_to_float(std::uint16_t bits, DType dtype) { return sj_from_dtype(bits, static_cast<int>(dtype)); }
 inline std::uint16_t float_to_half_bits(float value, DType dtype) {
-  return dtype == DType::bf16 ? float_to_bf16(value) : float_to_fp16(value);
+  return sj_to_dtype(value, static_cast<int>(dtype));
 }
 
 }  // namespace sagejit::numerics

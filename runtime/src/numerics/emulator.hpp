@@ -30,10 +30,8 @@ struct EmulatorOptions {
 
 // Default softmax scale: float(1 / sqrt(double(head_dim))), as Python's head_dim**-0.5 passed as fp32.
 float default_sm_scale(std::int64_t head_dim);
-// The factor folded into Q: float(double(sm_scale) * log2(e)) (docs/NUMERICS.md, Q step 1).
-float q_multiplier(float sm_scale);
-// round_up(n, 128): the padded sequence length of every workspace.
-std::int64_t padded_length(std::int64_t tokens);
+// The factor folded into Q and the padded sequence length of every workspace are those of the
+// kernels: sj_q_multiplier and sj_padded_length (kernel_src/common/constants.h).
 
 // The prepare stage's workspaces (docs/NUMERICS.md layouts; padded rows/keys/blocks are 0).
 struct PreparedTensors {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/constants.h"
 #include "common/e4m3.h"
 #include "common/online_softmax.h"
 #include "core/error.hpp"
@@ -57,7 +58,7 @@ void attend_rows(const RowContext& c, std::int64_t b, std::int64_t hq, std::int6
   const PreparedTensors& p = c.p;
   const std::int64_t D = p.head_dim_pad;
   const std::int64_t hk = hq / p.gqa_ratio();
-  const int dtype = p.dtype == DType::bf16 ? 0 : 1;
+  const int dtype = static_cast<int>(p.dtype);  // SJ_DTYPE: the enum value (core/kernel_inputs.hpp)
   const std::int64_t q_head = b * p.heads_q + hq, kv_head = b * p.heads_kv + hk;
   const std::int8_t* k8 = &p.k8[idx(kv_head * p.seq_kv_pad * D)];
   const float* k_scale = &p.k_scale[idx(kv_head * p.seq_kv_pad / SJ_QUANT_BLOCK)];
@@ -149,7 +150,7 @@ void check_consistent(const PreparedTensors& p, const EmulatorOptions& options) 
   const bool sizes_ok =
       p.batch >= 1 && p.heads_kv >= 1 && p.heads_q % p.heads_kv == 0 && p.seq_q >= 1 && p.seq_kv >= 1 &&
       p.head_dim >= 1 && D >= p.head_dim &&
-      p.seq_q_pad == padded_length(p.seq_q) && p.seq_kv_pad == padded_length(p.seq_kv) &&
+      p.seq_q_pad == sj_padded_length(p.seq_q) && p.seq_kv_pad == sj_padded_length(p.seq_kv) &&
       p.q8.size() == idx(p.batch * p.heads_q * p.seq_q_pad * D) &&
       p.q_scale.size() == idx(p.batch * p.heads_q * p.seq_q_pad / SJ_QUANT_BLOCK) &&
       p.k8.size() == idx(p.batch * p.heads_kv * p.seq_kv_pad * D) &&

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/constants.h"
 #include "common/quant.h"
 #include "core/error.hpp"
 #include "numerics/emulator.hpp"
@@ -14,10 +15,6 @@ float default_sm_scale(std::int64_t head_dim) {
   if (head_dim < 1) fail(ErrorCode::invalid_argument, "default_sm_scale: head_dim {} must be >= 1", head_dim);
   return static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
 }
-
-float q_multiplier(float sm_scale) { return static_cast<float>(static_cast<double>(sm_scale) * 1.4426950408889634); }
-
-std::int64_t padded_length(std::int64_t tokens) { return (tokens + SJ_SEQ_PAD - 1) / SJ_SEQ_PAD * SJ_SEQ_PAD; }
 
 namespace {
 
@@ -84,8 +81,8 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
   p.heads_kv = kv.dims.heads;
   p.seq_q = qv.dims.tokens;
   p.seq_kv = kv.dims.tokens;
-  p.seq_q_pad = padded_length(p.seq_q);
-  p.seq_kv_pad = padded_length(p.seq_kv);
+  p.seq_q_pad = sj_padded_length(p.seq_q);
+  p.seq_kv_pad = sj_padded_length(p.seq_kv);
   p.head_dim = qv.dims.head_dim;
   p.head_dim_pad = options.head_dim_pad == 0 ? p.head_dim : options.head_dim_pad;
   if (p.head_dim_pad < p.head_dim)
@@ -95,7 +92,7 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
   p.smooth_k = options.smooth_k;
   p.pv_fp16 = options.pv_fp16;
   p.sm_scale = std::isnan(options.sm_scale) ? default_sm_scale(p.head_dim) : options.sm_scale;
-  p.q_mul = q_multiplier(p.sm_scale);
+  p.q_mul = sj_q_multiplier(p.sm_scale);
 
   const std::int64_t D = p.head_dim_pad, channels = p.head_dim;  // workspace row, input row
   const auto size = [](std::int64_t n) { return static_cast<std::size_t>(n); };

@@ -39,7 +39,7 @@ inline constexpr int head_dim_granule = 8;
 void check_head_dim(std::int64_t head_dim);
 // "multiples of 8 from 8 to 128 (64 and 128 natively, the others zero-padded to the next of them)".
 std::string accepted_head_dims_text();
-// The kernel head dim (jit/kernel_desc.hpp kernel_head_dims) a call of `head_dim` runs at: the
+// The kernel head dim (core/kernel_inputs.hpp kernel_head_dims) a call of `head_dim` runs at: the
 // smallest one >= head_dim, as SageAttention pads. The workspaces then hold that many channels per
 // row, the ones past head_dim zero (prepare reads only the call's channels and writes zeros after
 // them: a zero channel adds nothing to q.k, to the K mean of the others or to any scale); the

@@ -1,5 +1,8 @@
 #include "plan/attention_runner.hpp"
 
+#include <cstddef>
+
+#include "common/constants.h"
 #include "common/params.h"
 #include "core/error.hpp"
 #include "jit/jit.hpp"
@@ -7,11 +10,6 @@
 
 namespace sagejit {
 namespace {
-
-template <typename T>
-T* section(void* workspace, std::size_t offset) {
-  return reinterpret_cast<T*>(static_cast<char*>(workspace) + offset);
-}
 
 // The sizes both kernels' parameter structs carry (kernel_src/common/params.h).
 template <typename Params>
@@ -24,6 +22,18 @@ void set_sizes(Params& params, const AttentionPlan& plan) {
   params.seq_q_pad = static_cast<int>(plan.workspace.seq_q_pad);
   params.seq_kv_pad = static_cast<int>(plan.workspace.seq_kv_pad);
   params.head_dim = plan.head_dim;
+}
+
+// The workspace sections both kernels read or write (prepare writes them, attention reads them).
+template <typename Params>
+void set_shared_sections(Params& params, const WorkspaceSpans& sections) {
+  params.q8 = sections.q8.data();
+  params.q_scale = sections.q_scale.data();
+  params.k8 = sections.k8.data();
+  params.k_scale = sections.k_scale.data();
+  params.v_quant = sections.v16.empty() ? static_cast<void*>(sections.v8.data()) : sections.v16.data();
+  params.v_scale = sections.v_scale.data();
+  params.lse_delta = sections.lse_delta.data();  // null unless an LSE with smoothing
 }
 
 // The (batch, head, token) strides of a tensor into a parameter struct's three fields.
@@ -53,7 +63,7 @@ void run_attention(Device& device, int ordinal, const AttentionPlan& plan, const
   if (call.head_dim != plan.head_dim)  // the kernels would read and write the plan's channels
     fail(ErrorCode::invalid_argument, "run_attention: call.head_dim {} differs from the plan's head_dim {}",
          call.head_dim, plan.head_dim);
-  const WorkspaceLayout& layout = plan.workspace;
+  const WorkspaceSpans sections = workspace_spans(plan.workspace, static_cast<std::byte*>(workspace));
   const ProblemShape& shape = plan.shape;  // (gqa ratio below)
   const LoadedKernel& prepare = load_kernel(device, ordinal, *plan.prepare, plan.prepare_config, plan.spec);
   const LoadedKernel& attention = load_kernel(device, ordinal, *plan.attention, plan.attention_config, plan.spec);
@@ -66,19 +76,13 @@ void run_attention(Device& device, int ordinal, const AttentionPlan& plan, const
   set_strides(call.k_strides, pp.k_stride_b, pp.k_stride_h, pp.k_stride_n);
   set_strides(call.v_strides, pp.v_stride_b, pp.v_stride_h, pp.v_stride_n);
   set_sizes(pp, plan);
-  pp.q_mul = static_cast<float>(static_cast<double>(call.sm_scale) * 1.4426950408889634);
+  pp.q_mul = sj_q_multiplier(call.sm_scale);
   pp.smooth_k = plan.smooth_k ? 1 : 0;
   pp.want_lse_delta = plan.spec.write_lse && plan.smooth_k ? 1 : 0;
-  pp.q8 = section<signed char>(workspace, layout.q8);
-  pp.q_scale = section<float>(workspace, layout.q_scale);
-  pp.k8 = section<signed char>(workspace, layout.k8);
-  pp.k_scale = section<float>(workspace, layout.k_scale);
-  pp.k_mean = section<float>(workspace, layout.k_mean);
-  pp.k_mean_partial = plan.smooth_k ? section<double>(workspace, layout.k_mean_partial) : nullptr;
-  pp.v_amax_partial = plan.spec.v.pv_fp16 ? nullptr : section<float>(workspace, layout.v_amax_partial);
-  pp.v_quant = section<void>(workspace, layout.v_quant);
-  pp.v_scale = section<float>(workspace, layout.v_scale);
-  pp.lse_delta = pp.want_lse_delta ? section<float>(workspace, layout.lse_delta) : nullptr;
+  set_shared_sections(pp, sections);
+  pp.k_mean = sections.k_mean.data();
+  pp.k_mean_partial = sections.k_mean_partial.data();  // null without smoothing
+  pp.v_amax_partial = sections.v_amax_partial.data();  // null for fp16 PV
 
   // stats (only when there is a K mean or a V amax to gather), finalize, quantize.
   if (plan.gather_stats()) launch(device, ordinal, prepare, *plan.prepare, 0, plan.prepare_config, plan, stream, &pp);
@@ -86,13 +90,7 @@ void run_attention(Device& device, int ordinal, const AttentionPlan& plan, const
   launch(device, ordinal, prepare, *plan.prepare, 2, plan.prepare_config, plan, stream, &pp);
 
   SjAttentionParams ap{};
-  ap.q8 = pp.q8;
-  ap.q_scale = pp.q_scale;
-  ap.k8 = pp.k8;
-  ap.k_scale = pp.k_scale;
-  ap.v_quant = pp.v_quant;
-  ap.v_scale = pp.v_scale;
-  ap.lse_delta = pp.lse_delta;
+  set_shared_sections(ap, sections);
   ap.out = call.out;
   set_strides(call.out_strides, ap.o_stride_b, ap.o_stride_h, ap.o_stride_n);
   ap.lse = call.lse;

@@ -2,7 +2,7 @@
 
 #include "plan/attention_call.hpp"
 #include "plan/attention_plan.hpp"
-#include "common/params.h"
+#include "common/constants.h"
 #include "core/error.hpp"
 
 namespace sagejit {
@@ -23,7 +23,7 @@ void check_kernel_limits(const AttentionCall& problem) {
          problem.seq_kv, max_seq);
   // The gfx12 attention kernel addresses one KV head's quantized K / V^T (Nk_pad x D bytes, D the
   // kernel head dim: padded channels included) with 32-bit offsets added to a scalar base.
-  const std::int64_t kv_pad = (problem.seq_kv + SJ_SEQ_PAD - 1) / SJ_SEQ_PAD * SJ_SEQ_PAD;
+  const std::int64_t kv_pad = sj_padded_length(problem.seq_kv);
   const std::int64_t channels = kernel_head_dim_for(problem.head_dim);
   if (kv_pad * channels >= (std::int64_t{1} << 32))
     fail(ErrorCode::unsupported,
@@ -31,10 +31,8 @@ void check_kernel_limits(const AttentionCall& problem) {
          "head (32-bit offsets)",
          problem.seq_kv, problem.head_dim, channels);
   // The quantize kernel numbers every 32-row block of Q, K and V of one batch with one int.
-  const std::int64_t pad = SJ_SEQ_PAD, block = SJ_QUANT_BLOCK;
-  const std::int64_t q_blocks = (problem.seq_q + pad - 1) / pad * pad / block;
-  const std::int64_t kv_blocks = (problem.seq_kv + pad - 1) / pad * pad / block;
-  const std::int64_t blocks = problem.heads_q * q_blocks + 2 * problem.heads_kv * kv_blocks;
+  const std::int64_t blocks = sj_quantize_blocks(problem.heads_q, problem.seq_q, problem.heads_kv, problem.seq_kv);
+  const std::int64_t q_blocks = sj_row_blocks(problem.seq_q), kv_blocks = sj_row_blocks(problem.seq_kv);
   if (blocks > max_int32)
     fail(ErrorCode::unsupported,
          "{} quantization blocks per batch (q heads {} x {} + 2 x k/v heads {} x {}) exceed the kernels' 32-bit "

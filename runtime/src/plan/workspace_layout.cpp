@@ -2,28 +2,24 @@
 
 #include <limits>
 
-#include "common/params.h"
+#include "common/constants.h"
 #include "core/error.hpp"
 #include "plan/attention_plan.hpp"
 
 namespace sagejit {
 namespace {
 
-constexpr std::int64_t k_mean_chunk = 64;  // SJ_K_MEAN_CHUNK of kernel_src/common/quant.h
-
-std::int64_t round_up(std::int64_t value, std::int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
-
-// Appends a section of `count` elements of `element_bytes` and returns its offset.
+// Appends a section of `count` elements of `element_bytes`.
 class SectionCursor {
  public:
-  std::size_t add(std::int64_t count, std::int64_t element_bytes) {
+  WorkspaceSection add(std::int64_t count, std::int64_t element_bytes) {
     const std::size_t offset = next_;
     const auto limit = static_cast<std::int64_t>(std::numeric_limits<std::int64_t>::max() / 2);
     if (count < 0 || (element_bytes != 0 && count > limit / element_bytes))
       fail(ErrorCode::unsupported, "workspace_layout: a section of {} x {} bytes overflows", count, element_bytes);
-    const auto bytes = static_cast<std::size_t>(round_up(count * element_bytes, WorkspaceLayout::alignment));
-    next_ += bytes;
-    return offset;
+    const auto alignment = static_cast<std::int64_t>(WorkspaceLayout::alignment);
+    next_ += static_cast<std::size_t>(sj_round_up(count * element_bytes, alignment));
+    return {offset, static_cast<std::size_t>(count)};
   }
   std::size_t size() const { return next_; }
 
@@ -37,9 +33,10 @@ WorkspaceLayout workspace_layout(const AttentionCall& call, const VInput& v) {
   check_attention_call(call);
   const bool pv_fp16 = v.pv_fp16, smooth_k = call.smooth_k, lse = call.writes_lse();
   WorkspaceLayout layout;
-  layout.seq_q_pad = round_up(call.seq_q, SJ_SEQ_PAD);
-  layout.seq_kv_pad = round_up(call.seq_kv, SJ_SEQ_PAD);
-  layout.chunks = (call.seq_kv + k_mean_chunk - 1) / k_mean_chunk;
+  layout.seq_q_pad = sj_padded_length(call.seq_q);
+  layout.seq_kv_pad = sj_padded_length(call.seq_kv);
+  layout.chunks = sj_k_mean_chunks(call.seq_kv);
+  layout.v_fp16 = pv_fp16;
   // Channels per row: the kernel head dim, the call's channels followed by zero padding.
   const std::int64_t bq = call.batch * call.heads_q, bk = call.batch * call.heads_kv,
                      d = kernel_head_dim_for(call.head_dim);
@@ -57,6 +54,33 @@ WorkspaceLayout workspace_layout(const AttentionCall& call, const VInput& v) {
   layout.lse_delta = cursor.add(lse && smooth_k ? bq * call.seq_q : 0, 4);
   layout.total_bytes = cursor.size();
   return layout;
+}
+
+namespace {
+
+template <typename T>
+std::span<T> span_at(std::byte* base, const WorkspaceSection& section) {
+  if (section.count == 0) return {};
+  return {reinterpret_cast<T*>(base + section.offset), section.count};
+}
+
+}  // namespace
+
+WorkspaceSpans workspace_spans(const WorkspaceLayout& layout, std::byte* base) {
+  const WorkspaceSection no_section;
+  return {
+      .q8 = span_at<signed char>(base, layout.q8),
+      .q_scale = span_at<float>(base, layout.q_scale),
+      .k8 = span_at<signed char>(base, layout.k8),
+      .k_scale = span_at<float>(base, layout.k_scale),
+      .k_mean = span_at<float>(base, layout.k_mean),
+      .k_mean_partial = span_at<double>(base, layout.k_mean_partial),
+      .v_amax_partial = span_at<float>(base, layout.v_amax_partial),
+      .v16 = span_at<std::uint16_t>(base, layout.v_fp16 ? layout.v_quant : no_section),
+      .v8 = span_at<std::uint8_t>(base, layout.v_fp16 ? no_section : layout.v_quant),
+      .v_scale = span_at<float>(base, layout.v_scale),
+      .lse_delta = span_at<float>(base, layout.lse_delta),
+  };
 }
 
 }  // namespace sagejit

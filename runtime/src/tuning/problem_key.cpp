@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <iterator>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "core/kernel_inputs.hpp"
 #include "core/target.hpp"
 
 namespace sagejit {
@@ -27,8 +29,8 @@ void validate_problem_key(const ProblemKey& key) {
   if (key.kernel.empty()) fail(ErrorCode::invalid_argument, "tuning lookup: kernel is empty");
   if (arch_of_target(key.arch).empty())
     fail(ErrorCode::invalid_argument, "tuning lookup: arch '{}' names no arch (expected e.g. gfx1201, sm_90)", key.arch);
-  if (key.dtype != DType::bf16 && key.dtype != DType::fp16)
-    fail(ErrorCode::unsupported, "tuning lookup: dtype {} is not one of [bf16, fp16]", to_string(key.dtype));
+  if (!is_kernel_dtype(key.dtype))
+    fail(ErrorCode::unsupported, "tuning lookup: dtype {} is not one of {}", to_string(key.dtype), kernel_dtypes_text());
   if (key.head_dim < 1) fail(ErrorCode::invalid_argument, "tuning lookup: head_dim {} must be >= 1", key.head_dim);
   if (key.gqa_ratio < 1) fail(ErrorCode::invalid_argument, "tuning lookup: gqa_ratio {} must be >= 1", key.gqa_ratio);
   if (key.seq_q < 1) fail(ErrorCode::invalid_argument, "tuning lookup: seq_q {} must be >= 1", key.seq_q);
@@ -75,9 +77,10 @@ ProblemKey problem_key_from_json(const nlohmann::json& json, const std::string& 
   key.kernel = string_field(json, "kernel", where);
   key.arch = string_field(json, "arch", where);
   const std::string dtype = string_field(json, "dtype", where);
-  if (dtype == "bf16") key.dtype = DType::bf16;
-  else if (dtype == "fp16") key.dtype = DType::fp16;
-  else fail(ErrorCode::config_error, "{}: /dtype: \"{}\" is not one of [\"bf16\", \"fp16\"]", where, dtype);
+  const std::optional<DType> kernel_dtype = kernel_dtype_named(dtype);
+  if (!kernel_dtype)
+    fail(ErrorCode::config_error, "{}: /dtype: \"{}\" is not one of {}", where, dtype, kernel_dtypes_quoted_text());
+  key.dtype = *kernel_dtype;
   key.head_dim = int_field(json, "head_dim", where);
   const auto causal = json.find("causal");
   if (causal == json.end() || !causal->is_boolean()) fail(ErrorCode::config_error, "{}: /causal: expected a boolean", where);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <climits>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -12,7 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
-#include "jit/kernel_desc.hpp"
+#include "core/kernel_inputs.hpp"
 
 namespace sagejit {
 namespace {
@@ -172,9 +173,10 @@ class Validator {
                {"dtype", "head_dim", "causal"});
     ProblemPattern problem;
     const Json& dtype = value.at("dtype");
-    if (dtype == "bf16") problem.dtype = DType::bf16;
-    else if (dtype == "fp16") problem.dtype = DType::fp16;
-    else error(pointer + "/dtype", "{} is not one of [\"bf16\", \"fp16\"]", shown(dtype));
+    const std::optional<DType> kernel_dtype =
+        dtype.is_string() ? kernel_dtype_named(dtype.get<std::string>()) : std::nullopt;
+    if (!kernel_dtype) error(pointer + "/dtype", "{} is not one of {}", shown(dtype), kernel_dtypes_quoted_text());
+    problem.dtype = *kernel_dtype;
     const int head_dim = integer(value.at("head_dim"), pointer + "/head_dim");
     if (!is_kernel_head_dim(head_dim)) error(pointer + "/head_dim", "{} is not one of {}", head_dim, kernel_head_dims_text());
     problem.head_dim = head_dim;

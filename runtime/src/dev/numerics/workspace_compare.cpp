@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "common/params.h"
+#include "common/constants.h"
 #include "core/error.hpp"
 
 namespace sagejit::numerics {

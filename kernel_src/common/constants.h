@@ -1,0 +1,51 @@
+// The constants of the quantized pipeline (docs/NUMERICS.md) and the sizes that follow from them,
+// written once for every kernel source and the host code that must agree with the kernels: the
+// workspace layout and index limits of the plan (plan/workspace_layout.cpp, plan/kernel_limits.cpp),
+// the prepare descriptor's launch grid (kernels/prepare_desc.cpp), the runner's Q factor
+// (plan/attention_runner.cpp) and the CPU emulator (numerics/). Compiles under NVRTC, hipRTC, clang
+// -nogpuinc and the host C++ compiler (the prelude's SJ_HOST_DEVICE). The integer helpers are
+// templates so that device code keeps its 32-bit arithmetic and the host computes in 64 bits.
+#pragma once
+
+#include "common/prelude.h"
+
+#define SJ_QUANT_BLOCK 32    // rows of Q or K per int8 scale; keys per V group of the quantize kernel
+#define SJ_SEQ_PAD 128       // every workspace holds a multiple of this many tokens (zero rows past the call's)
+#define SJ_K_MEAN_CHUNK 64   // tokens per fp64 partial sum of the K mean (fixed summation order)
+#define SJ_P_OFFSET 8.807f   // log2-domain offset of the probabilities before the PV product
+#define SJ_LOG2E 1.4426950408889634  // double; the Q factor is float(double(sm_scale) * SJ_LOG2E)
+
+// value rounded up to a multiple of `multiple` (> 0).
+template <typename Int>
+SJ_HOST_DEVICE Int sj_round_up(Int value, Int multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+// The padded token count of a workspace for `tokens` tokens (seq_q_pad, seq_kv_pad).
+template <typename Int>
+SJ_HOST_DEVICE Int sj_padded_length(Int tokens) {
+  return sj_round_up<Int>(tokens, SJ_SEQ_PAD);
+}
+
+// The K-mean (and V amax) chunks of `seq_kv` keys: the stats kernel's grid x and the partials' rows.
+template <typename Int>
+SJ_HOST_DEVICE Int sj_k_mean_chunks(Int seq_kv) {
+  return (seq_kv + SJ_K_MEAN_CHUNK - 1) / SJ_K_MEAN_CHUNK;
+}
+
+// The 32-row blocks of one head's padded workspace rows for `tokens` tokens (one scale each).
+template <typename Int>
+SJ_HOST_DEVICE Int sj_row_blocks(Int tokens) {
+  return sj_padded_length<Int>(tokens) / SJ_QUANT_BLOCK;
+}
+
+// The quantize kernel's workgroups per batch entry (its grid x): one per 32-row block of Q and of K
+// and one per 32-key group of V, in that order (sj_prepare_quantize decodes its index so).
+template <typename Int>
+SJ_HOST_DEVICE Int sj_quantize_blocks(Int heads_q, Int seq_q, Int heads_kv, Int seq_kv) {
+  return heads_q * sj_row_blocks<Int>(seq_q) + 2 * heads_kv * sj_row_blocks<Int>(seq_kv);
+}
+
+// The factor prepare folds into Q (docs/NUMERICS.md, Q step 1): float(double(sm_scale) * log2(e)),
+// computed on the host and passed as SjPrepareParams::q_mul.
+SJ_HOST_DEVICE float sj_q_multiplier(float sm_scale) { return (float)((double)sm_scale * SJ_LOG2E); }
