@@ -28,6 +28,19 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0;
 
+// cuTensorMapEncodeTiled's enum values used here (CUtensorMapDataType, ...Interleave, ...Swizzle,
+// ...L2promotion, ...FloatOOBfill).
+inline constexpr int CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0;
+inline constexpr int CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
+inline constexpr int CU_TENSOR_MAP_SWIZZLE_NONE = 0;  // 32B, 64B, 128B: 1, 2, 3
+inline constexpr int CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2;
+inline constexpr int CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0;
+// cuTensorMapEncodeTiled (CUDA 12.0+; resolved when present). The map is 128 opaque bytes.
+using TensorMapEncodeTiled = Result(void* map, int data_type, unsigned rank, void* global_address,
+                                    const unsigned long long* global_dims, const unsigned long long* global_strides,
+                                    const unsigned* box_dims, const unsigned* element_strides, int interleave,
+                                    int swizzle, int l2_promotion, int oob_fill);
+
 // X(symbol, signature)
 #define SAGEJIT_CUDA_ONLY_CALLS(X)                                                                         \
   X(cuGetErrorName, Result(Result error, const char** name))                                              \

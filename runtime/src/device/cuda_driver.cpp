@@ -4,10 +4,12 @@
 // would not.
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -30,6 +32,7 @@ class CudaDriver final : public DriverVendor {
 #define SAGEJIT_CUDA_RESOLVE(symbol, signature) library.resolve(cuda_.symbol, #symbol);
     SAGEJIT_CUDA_ONLY_CALLS(SAGEJIT_CUDA_RESOLVE)
 #undef SAGEJIT_CUDA_RESOLVE
+    library.resolve_optional(encode_tiled_, "cuTensorMapEncodeTiled");
   }
 
   std::string error_name(driver_api::Result result) const override {
@@ -108,6 +111,32 @@ class CudaDriver final : public DriverVendor {
           "cuMemsetD8Async");
   }
 
+  void encode_tensor_map(const TensorMapRequest& request, void* map) const override {
+    if (encode_tiled_ == nullptr)
+      fail(ErrorCode::unsupported, "encode_tensor_map: this CUDA driver has no cuTensorMapEncodeTiled (CUDA 12.0+)");
+    if (request.rank < 1 || request.rank > 5)
+      fail(ErrorCode::invalid_argument, "encode_tensor_map: rank {} is not one of 1..5", request.rank);
+    const int swizzle = request.swizzle_bytes == 0 ? CU_TENSOR_MAP_SWIZZLE_NONE
+                        : request.swizzle_bytes == 32 ? 1
+                        : request.swizzle_bytes == 64 ? 2
+                        : request.swizzle_bytes == 128 ? 3
+                                                       : -1;
+    if (swizzle < 0)
+      fail(ErrorCode::invalid_argument, "encode_tensor_map: swizzle_bytes {} is not one of 0, 32, 64, 128",
+           request.swizzle_bytes);
+    const unsigned element_strides[5] = {1, 1, 1, 1, 1};
+    const Result result = encode_tiled_(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, static_cast<unsigned>(request.rank),
+                                        const_cast<void*>(request.base), request.sizes.data(), request.strides.data(),
+                                        request.box.data(), element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                        CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (result != driver_api::kSuccess)
+      fail(ErrorCode::invalid_argument,
+           "cuTensorMapEncodeTiled rejected the map (rank {}, sizes [{}], byte strides [{}], box [{}], swizzle {}): {}",
+           request.rank, fmt::join(std::span(request.sizes).first(request.rank), ", "),
+           fmt::join(std::span(request.strides).first(request.rank - 1), ", "),
+           fmt::join(std::span(request.box).first(request.rank), ", "), request.swizzle_bytes, error_name(result));
+  }
+
   driver_api::Event create_event() const override {
     driver_api::Event event = nullptr;
     check(cuda_.cuEventCreate(&event, CU_EVENT_DEFAULT), "cuEventCreate");
@@ -133,6 +162,7 @@ class CudaDriver final : public DriverVendor {
   }
 
   cuda_api::Functions cuda_;
+  std::add_pointer_t<TensorMapEncodeTiled> encode_tiled_ = nullptr;
   mutable std::mutex context_mutex_;
   mutable std::vector<CUcontext> contexts_;
 };

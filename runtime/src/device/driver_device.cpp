@@ -173,6 +173,10 @@ class DriverDevice final : public Device {
     return milliseconds;
   }
 
+  void encode_tensor_map(const TensorMapRequest& request, void* map) const override {
+    vendor_->encode_tensor_map(request, map);  // a host-side encoding: no device or context involved
+  }
+
   const DriverVendor& driver() const noexcept { return *vendor_; }
 
   // Validates the ordinal and makes its device current on this thread for one call.

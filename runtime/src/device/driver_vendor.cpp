@@ -35,4 +35,8 @@ void DriverVendor::check(driver_api::Result result, std::string_view call) const
     fail(ErrorCode::device_error, "{} call {} failed: {}", labels_.api, call, error_name(result));
 }
 
+void DriverVendor::encode_tensor_map(const TensorMapRequest&, void*) const {
+  fail(ErrorCode::unsupported, "encode_tensor_map: the {} has no tensor maps", labels_.api);
+}
+
 }  // namespace sagejit

@@ -73,6 +73,8 @@ class DriverVendor {
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) const = 0;
   virtual void memset(void* dst, int value, std::size_t bytes, driver_api::Stream stream) const = 0;
   virtual driver_api::Event create_event() const = 0;
+  // Device::encode_tensor_map; this default has none (HIP).
+  virtual void encode_tensor_map(const TensorMapRequest& request, void* map) const;
 
  private:
   DriverLabels labels_;
