@@ -12,8 +12,9 @@
 // complete on the stage's mbarrier (the tensor maps arrive as the second kernel argument).
 // Latency is hidden across CTAs rather than inside one: the best H200 configs run three 128-thread
 // CTAs per SM (min_blocks=3 caps the registers at 168), whose softmax and wgmma phases interleave.
-// (Measured and dropped: TMA + mbarrier loads, S(j+1) overlapped with the softmax of j, split PV;
-// each needs registers that cost the third CTA — docs/NVIDIA.md.)
+// (Measured and dropped: S(j+1) overlapped with the softmax of j, split PV, TMA with full/empty
+// mbarrier pairs; each needs registers that cost the third CTA — docs/NVIDIA.md. SJ_TMA keeps the
+// CTA barrier as the buffer release instead: it wins at non-causal D=128, where the table enables it.)
 //
 // Grid: (ceil(Nq / BLOCK_M), Hq, B); causal grids run the heaviest query blocks first.
 // Defines: SJ_HEAD_DIM (64|128), SJ_WARPS (4|8: one or two warpgroups), SJ_BLOCK_N (64|128), SJ_STAGES (2|3), SJ_DTYPE,
