@@ -40,9 +40,13 @@ struct SjSm90TensorMaps {
   alignas(64) unsigned char v[128];
 };
 
+// The swizzle of a tile whose rows are `row_bytes` (64 | 128) long: 128B or 64B, the row length (the
+// tensor maps of SJ_TMA write tiles in the same swizzle).
+SJ_HOST_DEVICE int sj_sm90_swizzle_bytes(int row_bytes) { return row_bytes == 128 ? 128 : 64; }
+
 // Swizzle mode field of the descriptor for rows of `row_bytes` (64 -> 64B = 2, 128 -> 128B = 1).
 SJ_HOST_DEVICE unsigned long long sj_sm90_desc(unsigned smem_address, int row_bytes) {
-  const unsigned long long mode = row_bytes == 128 ? 1ull : 2ull;
+  const unsigned long long mode = sj_sm90_swizzle_bytes(row_bytes) == 128 ? 1ull : 2ull;
   const unsigned long long stride = (unsigned long long)(8 * row_bytes) >> 4;  // next 8-row group
   const unsigned long long leading = 1ull;  // unused by swizzled K-major layouts
   return ((unsigned long long)(smem_address >> 4) & 0x3FFFull) | (leading << 16) | (stride << 32) | (mode << 62);

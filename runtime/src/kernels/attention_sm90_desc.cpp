@@ -35,20 +35,20 @@ std::string sm90_resources(const TileConfig& config, const Specialization& spec,
   if (register_cap < 160)
     return fmt::format("min_blocks {} x warps {} caps registers at {} per thread (< 160)", min_blocks, warps,
                        register_cap);
-  const unsigned bytes = shared_bytes(config, spec.head_dim);
+  // With tma, the stages' mbarriers are static shared memory, which ptxas pads to 1 KiB because the
+  // dynamic tiles that follow are declared 1 KiB-aligned.
+  const unsigned bytes = shared_bytes(config, spec.head_dim) + (config.at("tma") != 0 ? 1024u : 0u);
   if (bytes * static_cast<unsigned>(min_blocks) > 227u * 1024u)
     return fmt::format("shared memory {} KiB x min_blocks {} > 227 KiB per SM", bytes / 1024, min_blocks);
   return {};
 }
-
-// The swizzle of tile rows of `bytes` bytes: the one wgmma's descriptor reads (arch/wgmma_sm90.h).
-int row_swizzle(int bytes) { return bytes == 128 ? 128 : 64; }
 
 // With "tma": 1, the K and V tensor maps (arch/wgmma_sm90.h, SjSm90TensorMaps) of this launch.
 std::size_t sm90_tensor_maps(const Device& device, const TileConfig& config, const Specialization& spec,
                              const void* params, void* out) {
   if (config.at("tma") == 0) return 0;
   static_assert(sizeof(SjSm90TensorMaps) <= kKernelExtraArgumentBytes && alignof(SjSm90TensorMaps) <= 64);
+  static_assert(sizeof(SjSm90TensorMaps::k) == kTensorMapBytes && sizeof(SjSm90TensorMaps::v) == kTensorMapBytes);
   const auto& p = *static_cast<const SjAttentionParams*>(params);
   const unsigned long long d = static_cast<unsigned long long>(spec.head_dim);
   const unsigned long long keys = static_cast<unsigned long long>(p.seq_kv_pad);
@@ -57,10 +57,10 @@ std::size_t sm90_tensor_maps(const Device& device, const TileConfig& config, con
   SjSm90TensorMaps maps;
   // K: int8 [B * Hk][Nk_pad][D]; one box = BLOCK_N keys of one head.
   TensorMapRequest k{.base = p.k8, .rank = 3, .sizes = {d, keys, heads}, .strides = {d, d * keys},
-                     .box = {static_cast<unsigned>(d), block_n, 1}, .swizzle_bytes = row_swizzle(spec.head_dim)};
+                     .box = {static_cast<unsigned>(d), block_n, 1}, .swizzle_bytes = sj_sm90_swizzle_bytes(spec.head_dim)};
   // V: e4m3 [B * Hk][D][Nk_pad]; one box = D channels of BLOCK_N keys.
   TensorMapRequest v{.base = p.v_quant, .rank = 3, .sizes = {keys, d, heads}, .strides = {keys, keys * d},
-                     .box = {block_n, static_cast<unsigned>(d), 1}, .swizzle_bytes = row_swizzle(static_cast<int>(block_n))};
+                     .box = {block_n, static_cast<unsigned>(d), 1}, .swizzle_bytes = sj_sm90_swizzle_bytes(static_cast<int>(block_n))};
   device.encode_tensor_map(k, maps.k);
   device.encode_tensor_map(v, maps.v);
   std::memcpy(out, &maps, sizeof(maps));
