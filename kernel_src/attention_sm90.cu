@@ -7,15 +7,18 @@
 // of the CTA's block (warp w of the CTA: rows 16 w .. 16 w + 15, as in the accumulator layout of
 // arch/wgmma_sm90.h). The int8 Q tile is loaded once; K tiles [BLOCK_N, D] int8 and V tiles
 // [D, BLOCK_N] e4m3 (keys contiguous, in the sm80 slot order written by prepare) stream through
-// SJ_STAGES shared-memory buffers with cp.async, stored in the swizzled K-major layout wgmma reads.
+// SJ_STAGES shared-memory buffers, stored in the swizzled K-major layout wgmma reads: with cp.async
+// by every thread (SJ_TMA 0), or (SJ_TMA 1) as two tensor copies per tile issued by thread 0 that
+// complete on the stage's mbarrier (the tensor maps arrive as the second kernel argument).
 // Latency is hidden across CTAs rather than inside one: the best H200 configs run three 128-thread
 // CTAs per SM (min_blocks=3 caps the registers at 168), whose softmax and wgmma phases interleave.
-// (Measured and dropped: TMA + mbarrier loads, S(j+1) overlapped with the softmax of j, split PV;
-// each needs registers that cost the third CTA — docs/NVIDIA.md.)
+// (Measured and dropped: S(j+1) overlapped with the softmax of j, split PV, TMA with full/empty
+// mbarrier pairs; each needs registers that cost the third CTA — docs/NVIDIA.md. SJ_TMA keeps the
+// CTA barrier as the buffer release instead: it wins at non-causal D=128, where the table enables it.)
 //
 // Grid: (ceil(Nq / BLOCK_M), Hq, B); causal grids run the heaviest query blocks first.
 // Defines: SJ_HEAD_DIM (64|128), SJ_WARPS (4|8: one or two warpgroups), SJ_BLOCK_N (64|128), SJ_STAGES (2|3), SJ_DTYPE,
-// SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS. SJ_HEAD_DIM is the kernel head dim; out gets the call's
+// SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS, SJ_TMA (0|1). SJ_HEAD_DIM is the kernel head dim; out gets the call's
 // p.head_dim columns (fewer when the call's head dim is zero-padded).
 #include "arch/mma_sm80.h"
 #include "arch/wgmma_sm90.h"
@@ -50,7 +53,20 @@
 #ifndef SJ_MIN_BLOCKS
 #define SJ_MIN_BLOCKS 1
 #endif
+#ifndef SJ_TMA
+#define SJ_TMA 0
+#endif
 
+#if SJ_TMA
+// Thread 0 only: the two tensor copies of key tile `tile` into the stage buffer at `stage_smem`,
+// announced to (and completing) that stage's mbarrier `bar`.
+SJ_DEVICE void sj_sm90_load_tile(const SjSm90TensorMaps& maps, unsigned stage_smem, unsigned bar, int tile,
+                                 int kv_head) {
+  sj_mbarrier_arrive_expect_tx(bar, SJ_STAGE_BYTES);
+  sj_tma_load_3d(stage_smem, maps.k, 0, tile * SJ_BLOCK_N, kv_head, bar);
+  sj_tma_load_3d(stage_smem + SJ_K_TILE_BYTES, maps.v, tile * SJ_BLOCK_N, 0, kv_head, bar);
+}
+#else
 // Issue the cp.async copies of key tile `tile` into stage buffer `stage` (all threads take part).
 SJ_DEVICE void sj_sm90_load_tile(const SjAttentionParams& p, unsigned stage_smem, int tile, const sj_i8* k_head,
                                  const sj_u8* v_head) {
@@ -59,6 +75,7 @@ SJ_DEVICE void sj_sm90_load_tile(const SjAttentionParams& p, unsigned stage_smem
   sj_copy_tile<SJ_THREADS, SJ_D, SJ_BLOCK_N / 16>(stage_smem + SJ_K_TILE_BYTES, v_head + first_key,
                                                   (sj_i64)p.seq_kv_pad);
 }
+#endif
 
 // S = Q K^T of one key tile for this warpgroup, issued asynchronously (committed as one group).
 SJ_DEVICE void sj_sm90_issue_qk(int (&s)[SJ_S_REGS], unsigned q_smem, unsigned k_smem) {
@@ -132,7 +149,14 @@ SJ_DEVICE void sj_sm90_softmax(const int (&s_acc)[SJ_S_REGS], const float (&qk_s
                                      value[sj_sm90_p_source(kk, r, 2)], value[sj_sm90_p_source(kk, r, 3)]);
 }
 
+#if SJ_TMA
+extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS)
+    sj_attention_sm90(SjAttentionParams p, const __grid_constant__ SjSm90TensorMaps maps) {
+  // One "full" mbarrier per stage: thread 0's arrival plus the tile's bytes complete a phase.
+  __shared__ __align__(8) unsigned long long sj_full[SJ_STAGES];
+#else
 extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_attention_sm90(SjAttentionParams p) {
+#endif
   extern __shared__ __align__(1024) unsigned char sj_smem[];
   const int lane = (int)sj_thread_x() & 31, warp = (int)sj_thread_x() >> 5;
   const int wg = warp >> 2;
@@ -143,8 +167,8 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
 
   const sj_i64 q_head = (sj_i64)b * p.heads_q + hq;
   const sj_i64 kv_head = (sj_i64)b * p.heads_kv + hk;
-  const sj_i8* k_head = p.k8 + kv_head * p.seq_kv_pad * SJ_D;
-  const sj_u8* v_head = (const sj_u8*)p.v_quant + kv_head * SJ_D * p.seq_kv_pad;
+  [[maybe_unused]] const sj_i8* k_head = p.k8 + kv_head * p.seq_kv_pad * SJ_D;
+  [[maybe_unused]] const sj_u8* v_head = (const sj_u8*)p.v_quant + kv_head * SJ_D * p.seq_kv_pad;
   const float* k_scale = p.k_scale + kv_head * (p.seq_kv_pad / SJ_QUANT_BLOCK);
   // wgmma's swizzle is a function of the absolute shared address: align the tiles to 1024 bytes
   // (the descriptor asks for 1 KiB more than the tiles).
@@ -163,11 +187,30 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   // padded length cannot occur (BLOCK_M divides SJ_SEQ_PAD), nor can key tiles past it.
   sj_copy_tile<SJ_THREADS, SJ_BLOCK_M, SJ_D / 16>(q_smem, (const sj_u8*)(p.q8 + (q_head * p.seq_q_pad + q0) * SJ_D),
                                                   SJ_D);
+#if SJ_TMA
+  const unsigned full_bar = sj_smem_addr(sj_full);  // stage s: full_bar + 8 s
+  sj_cp_async_commit();
+  if (sj_thread_x() == 0) {
+    sj_tma_prefetch_map(maps.k);
+    sj_tma_prefetch_map(maps.v);
+#pragma unroll
+    for (int s = 0; s < SJ_STAGES; ++s) sj_mbarrier_init(full_bar + 8 * s, 1);
+    sj_fence_mbarrier_init();
+#pragma unroll
+    for (int s = 0; s < SJ_STAGES - 1; ++s)
+      if (s < tiles) sj_sm90_load_tile(maps, stages_smem + s * SJ_STAGE_BYTES, full_bar + 8 * s, s, (int)kv_head);
+  }
+  // Q has landed and is visible to wgmma, and the barriers are initialised, before any thread goes on.
+  sj_cp_async_wait<0>();
+  sj_fence_async_shared();
+  sj_barrier();
+#else
 #pragma unroll
   for (int s = 0; s < SJ_STAGES - 1; ++s) {
     if (s < tiles) sj_sm90_load_tile(p, stages_smem + s * SJ_STAGE_BYTES, s, k_head, v_head);
     sj_cp_async_commit();
   }
+#endif
 
   const float q_scale = p.q_scale[q_head * (p.seq_q_pad / SJ_QUANT_BLOCK) + warp_q0 / SJ_QUANT_BLOCK];
   const unsigned wg_q_smem = q_smem + wg * 64 * SJ_D;
@@ -185,6 +228,20 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
 #pragma unroll
     for (int kg = 0; kg < SJ_BLOCK_N / SJ_QUANT_BLOCK; ++kg) qk_scale[kg] = q_scale * k_scale[first_key / SJ_QUANT_BLOCK + kg];
 
+#if SJ_TMA
+    // After this barrier every warpgroup has finished tile - 1 (its wgmma reads are complete), so
+    // thread 0 refills that buffer; then each thread waits for this tile's copies (the stage's
+    // mbarrier, in its (tile / STAGES)-th phase).
+    sj_barrier();
+    {
+      const int next = tile + SJ_STAGES - 1;
+      if (sj_thread_x() == 0 && next < tiles)
+        sj_sm90_load_tile(maps, stages_smem + (next % SJ_STAGES) * SJ_STAGE_BYTES, full_bar + 8 * (next % SJ_STAGES), next,
+                          (int)kv_head);
+    }
+    if (tile >= wg_tiles) continue;  // (the last warpgroup visits every tile: each phase is waited for)
+    sj_mbarrier_wait(full_bar + 8 * stage, (unsigned)(tile / SJ_STAGES) & 1u);
+#else
     // After this barrier every thread's copies of this tile have landed (and are visible to the
     // async proxy) and every warpgroup has finished tile - 1, whose buffer is refilled now.
     sj_cp_async_wait<SJ_STAGES - 2>();
@@ -196,6 +253,7 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
       sj_cp_async_commit();
     }
     if (tile >= wg_tiles) continue;
+#endif
     const unsigned k_smem = stages_smem + stage * SJ_STAGE_BYTES;
     const unsigned v_smem = k_smem + SJ_K_TILE_BYTES;
 
@@ -223,7 +281,9 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
 #pragma unroll
     for (int i = 0; i < SJ_O_REGS; ++i) o[i] = o[i] * alpha[(i >> 1) & 1] + pv[i];
   }
+#if !SJ_TMA
   sj_cp_async_wait<0>();
+#endif
 
   // ---- epilogue: O / l * sv in the input dtype; LSE ----
   const float* v_scale = p.v_scale + kv_head * SJ_D;

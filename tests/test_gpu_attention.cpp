@@ -218,16 +218,18 @@ TEST_CASE("GPU attention: small shapes (sanitizer-sized)") {
     for (bool causal : {false, true}) {
       const Case c = gqa_lengths_case(100, 161, causal, true);
       check_attention(*gpu, c, config(4, 16, 64, 2, pv), static_cast<std::uint64_t>(seed++), emulator_only);
-      if (gpu->target == "sm_90" && pv == 0) {  // the wgmma kernel, as shipped for sm_90
-        const TileConfig shipped{{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2},
-                                 {"pv_fp16", 0}, {"wgmma", 1},         {"min_blocks", 3}};
-        check_attention(*gpu, c, shipped, static_cast<std::uint64_t>(seed++), emulator_only);
-      }
+      if (gpu->target == "sm_90" && pv == 0)  // the wgmma kernel as shipped for sm_90, both K/V loaders
+        for (int tma : {0, 1}) {
+          const TileConfig shipped{{"warps", 4},  {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2},
+                                   {"pv_fp16", 0}, {"wgmma", 1},         {"min_blocks", 3}, {"tma", tma}};
+          check_attention(*gpu, c, shipped, static_cast<std::uint64_t>(seed++), emulator_only);
+        }
     }
 }
 
 // The Hopper wgmma kernel (attention_sm90, config switch wgmma=1): the same checks on its own tile
-// configs. Runs only on sm_90 devices (the sm_90a code does not run elsewhere).
+// configs, with K/V loaded by cp.async (tma 0) and by the tensor copy engine (tma 1). Runs only on
+// sm_90 devices (the sm_90a code does not run elsewhere).
 TEST_CASE("GPU attention: wgmma kernel (sm_90), quality, features and odd lengths") {
   const auto gpu = gpu_or_skip();
   if (!gpu) return;
@@ -235,43 +237,45 @@ TEST_CASE("GPU attention: wgmma kernel (sm_90), quality, features and odd length
     SAGEJIT_SKIP("the wgmma kernel needs an sm_90 device, this one is " << gpu->target);
     return;
   }
-  const auto wgmma = [](int warps, int block_n, int stages) {
-    return TileConfig{{"warps", warps}, {"rows_per_warp", 16}, {"block_n", block_n}, {"stages", stages},
-                      {"pv_fp16", 0},   {"wgmma", 1}};
-  };
-  const Expect issue_thresholds{0.9992, 0.04, true};
-  const Expect quality{0.999, 0.06, true};
-  const Expect emulator_only{0.0, 1.0, false};
-  std::uint64_t seed = 100;
+  for (int tma : {0, 1}) {
+    const auto wgmma = [tma](int warps, int block_n, int stages) {
+      return TileConfig{{"warps", warps}, {"rows_per_warp", 16}, {"block_n", block_n}, {"stages", stages},
+                        {"pv_fp16", 0},   {"wgmma", 1},          {"tma", tma}};
+    };
+    const Expect issue_thresholds{0.9992, 0.04, true};
+    const Expect quality{0.999, 0.06, true};
+    const Expect emulator_only{0.0, 1.0, false};
+    std::uint64_t seed = 100 + 100 * static_cast<std::uint64_t>(tma);
 
-  Case c;  // random normal, every tile shape
-  c.heads_q = c.heads_kv = 2;
-  c.seq_q = c.seq_kv = 1024;
-  for (int warps : {4, 8})
-    for (int block_n : {64, 128}) {
-      c.attention = wgmma(warps, block_n, block_n == 64 ? 3 : 2);
-      c.seed = seed++;
-      check_attention(*gpu, c, issue_thresholds);
-    }
-  c.attention = wgmma(4, 128, 2);  // the shipped H200 config: registers capped for three CTAs per SM
-  c.attention["min_blocks"] = 3;
-  c.seed = seed++;
-  check_attention(*gpu, c, issue_thresholds);
+    Case c;  // random normal, every tile shape
+    c.heads_q = c.heads_kv = 2;
+    c.seq_q = c.seq_kv = 1024;
+    for (int warps : {4, 8})
+      for (int block_n : {64, 128}) {
+        c.attention = wgmma(warps, block_n, block_n == 64 ? 3 : 2);
+        c.seed = seed++;
+        check_attention(*gpu, c, issue_thresholds);
+      }
+    c.attention = wgmma(4, 128, 2);  // the shipped H200 config: registers capped for three CTAs per SM
+    c.attention["min_blocks"] = 3;
+    c.seed = seed++;
+    check_attention(*gpu, c, issue_thresholds);
 
-  check_attention(*gpu, k_offsets_case(), wgmma(4, 128, 2), seed++, quality);
-  // two warpgroups skip tiles independently
-  check_attention(*gpu, causal_fp16_lse_case(), wgmma(8, 64, 2), seed++, quality);
-  check_attention(*gpu, gqa_nhd_causal_case(), wgmma(4, 128, 2), seed++, emulator_only);
-  check_attention(*gpu, tall_causal_case(), wgmma(8, 128, 2), seed++, emulator_only);
-  for (int block_n : {64, 128}) check_attention(*gpu, d64_mqa_case(), wgmma(4, block_n, 2), seed++, quality);
+    check_attention(*gpu, k_offsets_case(), wgmma(4, 128, 2), seed++, quality);
+    // two warpgroups skip tiles independently
+    check_attention(*gpu, causal_fp16_lse_case(), wgmma(8, 64, 2), seed++, quality);
+    check_attention(*gpu, gqa_nhd_causal_case(), wgmma(4, 128, 2), seed++, emulator_only);
+    check_attention(*gpu, tall_causal_case(), wgmma(8, 128, 2), seed++, emulator_only);
+    for (int block_n : {64, 128}) check_attention(*gpu, d64_mqa_case(), wgmma(4, block_n, 2), seed++, quality);
 
-  const std::pair<int, int> lengths[] = {{1, 1}, {17, 33}, {33, 17}, {31, 127}, {127, 31}, {1, 4097}, {100, 161}};
-  for (const auto& [nq, nk] : lengths)
-    for (bool causal_case : {false, true}) {
-      const Case odd = gqa_lengths_case(nq, nk, causal_case, (seed % 2) == 0);
-      check_attention(*gpu, odd, wgmma(seed % 3 == 0 ? 8 : 4, seed % 2 == 0 ? 64 : 128, 2), seed, emulator_only);
-      ++seed;
-    }
+    const std::pair<int, int> lengths[] = {{1, 1}, {17, 33}, {33, 17}, {31, 127}, {127, 31}, {1, 4097}, {100, 161}};
+    for (const auto& [nq, nk] : lengths)
+      for (bool causal_case : {false, true}) {
+        const Case odd = gqa_lengths_case(nq, nk, causal_case, (seed % 2) == 0);
+        check_attention(*gpu, odd, wgmma(seed % 3 == 0 ? 8 : 4, seed % 2 == 0 ? 64 : 128, 2), seed, emulator_only);
+        ++seed;
+      }
+  }
 }
 
 // Head dims that run zero-padded to the next kernel head dim (plan/attention_plan.hpp
@@ -289,8 +293,9 @@ TEST_CASE("GPU attention: zero-padded head dims (D = 8, 32, 40, 80, 96, 120)") {
     configs.push_back(config(4, 32, 64, 2, 1));
   }
   if (gpu->target == "sm_90")
-    configs.push_back(TileConfig{{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2},
-                                 {"pv_fp16", 0}, {"wgmma", 1}, {"min_blocks", 3}});
+    for (int tma : {0, 1})
+      configs.push_back(TileConfig{{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2},
+                                   {"pv_fp16", 0}, {"wgmma", 1}, {"min_blocks", 3}, {"tma", tma}});
   for (std::int64_t head_dim : {8, 32, 40, 80, 96, 120})
     for (const TileConfig& attention : configs) {
       Case c = random_padded_head_dim_case(head_dim, 700, 1500);

@@ -89,6 +89,11 @@ TEST_CASE("attention_sm90 rejects what it cannot run, naming the parameter") {
   c["pv_fp16"] = 1;
   CHECK(reason(c).find("pv_fp16") != std::string::npos);
   c = wgmma_config(4, 128, 2, 1);
+  c["tma"] = 2;
+  CHECK(reason(c).find("tma 2") != std::string::npos);
+  c["tma"] = 1;
+  CHECK(reason(c).empty());
+  c = wgmma_config(4, 128, 2, 1);
   c["tile"] = 1;
   CHECK(reason(c).find("unknown attention_sm90 parameter \"tile\"") != std::string::npos);
   CHECK(reason(wgmma_config(4, 128, 2, 1), "sm_89").find("sm_89") != std::string::npos);
@@ -115,6 +120,8 @@ TEST_CASE("attention_sm90 is compiled for sm_90a, and every valid config of the 
     if (kernel_serves_config(sm90, config) && check_kernel_config(sm90, config, spec_of(128, false), "sm_90").empty())
       configs.push_back(config);
   REQUIRE_FALSE(configs.empty());  // the shipped space offers the wgmma kernel
+  // ... with both K/V loaders (cp.async, tensor copies)
+  CHECK(std::count_if(configs.begin(), configs.end(), [](const TileConfig& c) { return c.at("tma") == 1; }) > 0);
   int compiled = 0;
   for (const auto& [head_dim, causal] : {std::pair{128, false}, std::pair{64, true}}) {
     Specialization spec = spec_of(head_dim, causal);

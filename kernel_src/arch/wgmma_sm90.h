@@ -29,9 +29,24 @@ SJ_HOST_DEVICE int sj_sm90_p_source(int kk, int r, int byte) {
   return 16 * kk + 4 * (2 * (r >> 1) + (byte >> 1)) + 2 * (r & 1) + (byte & 1);
 }
 
+// The kernel's second argument when it loads K and V with the tensor copy engine (SJ_TMA): two
+// CUtensorMap objects (128 bytes each, 64-byte aligned, opaque; encoded on the host by
+// cuTensorMapEncodeTiled) passed by value as a __grid_constant__ parameter. k: int8 K as
+// (D, Nk_pad, B * Hk) with boxes (D, BLOCK_N, 1); v: e4m3 V^T as (Nk_pad, D, B * Hk) with boxes
+// (BLOCK_N, D, 1); both in the swizzle of their rows (D or BLOCK_N bytes: 128B or 64B), which is
+// the layout the wgmma descriptors below read.
+struct SjSm90TensorMaps {
+  alignas(64) unsigned char k[128];
+  alignas(64) unsigned char v[128];
+};
+
+// The swizzle of a tile whose rows are `row_bytes` (64 | 128) long: 128B or 64B, the row length (the
+// tensor maps of SJ_TMA write tiles in the same swizzle).
+SJ_HOST_DEVICE int sj_sm90_swizzle_bytes(int row_bytes) { return row_bytes == 128 ? 128 : 64; }
+
 // Swizzle mode field of the descriptor for rows of `row_bytes` (64 -> 64B = 2, 128 -> 128B = 1).
 SJ_HOST_DEVICE unsigned long long sj_sm90_desc(unsigned smem_address, int row_bytes) {
-  const unsigned long long mode = row_bytes == 128 ? 1ull : 2ull;
+  const unsigned long long mode = sj_sm90_swizzle_bytes(row_bytes) == 128 ? 1ull : 2ull;
   const unsigned long long stride = (unsigned long long)(8 * row_bytes) >> 4;  // next 8-row group
   const unsigned long long leading = 1ull;  // unused by swizzled K-major layouts
   return ((unsigned long long)(smem_address >> 4) & 0x3FFFull) | (leading << 16) | (stride << 32) | (mode << 62);
@@ -58,6 +73,38 @@ template <int N>
 SJ_DEVICE void sj_wgmma_fence_operands(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// ---- Tensor copies completing on an mbarrier (SJ_TMA) --------------------------------------------
+// An mbarrier expecting `arrivals` arrivals per phase; fence_mbarrier_init makes the initialisation
+// visible to the copy engine before a barrier publishes it to the other threads.
+SJ_DEVICE void sj_mbarrier_init(unsigned bar, unsigned arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(arrivals) : "memory");
+}
+SJ_DEVICE void sj_fence_mbarrier_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+// One arrival that also announces `bytes` of copies the phase must wait for.
+SJ_DEVICE void sj_mbarrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Waits until the phase of parity `parity` has completed (its arrivals and its bytes).
+SJ_DEVICE void sj_mbarrier_wait(unsigned bar, unsigned parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nsj_wait:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra sj_wait;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// Box (c0, c1, c2) of the 3D tensor map at generic address `map` (a __grid_constant__ parameter)
+// into shared memory at `smem`, completing `bar`'s transaction bytes.
+SJ_DEVICE void sj_tma_load_3d(unsigned smem, const void* map, int c0, int c1, int c2, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+SJ_DEVICE void sj_tma_prefetch_map(const void* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
 }
 
 // ---- Atoms (operand lists written out: inline asm needs literal strings) -------------------------

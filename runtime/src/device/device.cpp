@@ -27,6 +27,11 @@ Device* usable_backend(Device& (*backend)(), const char* label, std::vector<std:
 
 }  // namespace
 
+void Device::encode_tensor_map(const TensorMapRequest&, void*) const {
+  fail(ErrorCode::unsupported, "encode_tensor_map: the {} runtime ({}) has no tensor maps", to_string(vendor()),
+       runtime_version());
+}
+
 Device& default_device() {
   std::vector<std::string> reasons;
   if (Device* cuda = usable_backend(&cuda_device, "CUDA", reasons)) return *cuda;

@@ -36,6 +36,22 @@ struct LaunchGeometry {
   unsigned dynamic_shared_bytes = 0;
 };
 
+// A tiled tensor map (CUDA's CUtensorMap) for the tensor copy engine (cp.async.bulk.tensor):
+// `rank` dimensions of one-byte elements, innermost first, each `sizes[i]` long; `strides[i]` is the
+// byte stride of dimension i + 1 (a multiple of 16); `box` the tile one copy moves; `swizzle_bytes`
+// the shared-memory swizzle of the box's rows (0, 32, 64 or 128; the innermost box extent must
+// not exceed it).
+struct TensorMapRequest {
+  const void* base = nullptr;  // 16-byte aligned
+  int rank = 0;                // 1..5
+  std::array<unsigned long long, 5> sizes{};
+  std::array<unsigned long long, 4> strides{};
+  std::array<unsigned, 5> box{};
+  int swizzle_bytes = 0;
+};
+// A tensor map's size; it is opaque and must be 64-byte aligned where it is stored.
+inline constexpr std::size_t kTensorMapBytes = 128;
+
 // A code object loaded on one device; holds the module handle until destroyed.
 class LoadedModule {
  public:
@@ -81,6 +97,11 @@ class Device {
   virtual void destroy_event(int ordinal, void* event) noexcept = 0;
   virtual void record_event(int ordinal, void* event, Stream stream) = 0;
   virtual float elapsed_ms(int ordinal, void* start, void* stop) = 0;
+
+  // Writes the tensor map of `request` (kTensorMapBytes) to `map`. Throws Error(unsupported) where
+  // the runtime has none (HIP, a CUDA driver before 12.0), Error(invalid_argument) when the driver
+  // rejects the request.
+  virtual void encode_tensor_map(const TensorMapRequest& request, void* map) const;
 };
 
 // Each returns the process-wide backend, loading its libraries on first call. Throws

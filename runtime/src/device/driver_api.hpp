@@ -50,6 +50,12 @@ inline constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 // CUfunction_attribute: dynamic shared memory above 48 KiB must be opted into per function.
 inline constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0;
+// cuTensorMapEncodeTiled's values used here (CUtensorMapDataType, ...Interleave, ...L2promotion,
+// ...FloatOOBfill; CUtensorMapSwizzle is 0 none, 1/2/3 for 32/64/128-byte rows).
+inline constexpr int CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0;
+inline constexpr int CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
+inline constexpr int CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2;
+inline constexpr int CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0;
 inline constexpr int hipMemcpyHostToDevice = 1;  // hipMemcpyKind
 inline constexpr int hipMemcpyDeviceToHost = 2;
 // gcnArchName inside the two hipDeviceProp_t layouts (see the note above).
@@ -95,6 +101,11 @@ struct Calls {  // every member {}: a vendor names only its own calls
   Symbol<Result(void* dst, CUdeviceptr src, std::size_t bytes)> cu_memcpy_dtoh{};
   Symbol<Result(CUdeviceptr dst, unsigned char value, std::size_t count, Stream stream)> cu_memset_d8_async{};
   Symbol<Result(Event* event, unsigned flags)> cu_event_create{};
+  // Optional (CUDA >= 12.0): the tensor maps of the tensor copy engine; the map is 128 opaque bytes.
+  Symbol<Result(void* map, int data_type, unsigned rank, void* global_address, const unsigned long long* global_dims,
+                const unsigned long long* global_strides, const unsigned* box_dims, const unsigned* element_strides,
+                int interleave, int swizzle, int l2_promotion, int oob_fill)>
+      cu_tensor_map_encode_tiled{};
 
   // HIP only.
   Symbol<const char*(Result error)> hip_error_name{};
@@ -108,13 +119,13 @@ struct Calls {  // every member {}: a vendor names only its own calls
   Symbol<Result(Event* event)> hip_event_create{};
 
   // Resolved in this order; the first symbol missing is the one the error names.
-  constexpr std::array<SymbolSlot*, 38> slots() {
+  constexpr std::array<SymbolSlot*, 39> slots() {
     return {&init, &driver_version, &device_count, &device_name, &device_attribute, &device_total_memory,
             &module_load_data, &module_unload, &module_get_function, &launch_kernel, &mem_alloc, &mem_free,
             &stream_synchronize, &stream_is_capturing, &event_destroy, &event_record, &event_synchronize,
             &event_elapsed_time, &cu_error_name, &cu_error_string, &cu_device_get, &cu_primary_context_retain,
             &cu_context_get_current, &cu_context_set_current, &cu_context_get_device, &cu_function_set_attribute,
-            &cu_memcpy_htod, &cu_memcpy_dtoh, &cu_memset_d8_async, &cu_event_create, &hip_error_name,
+            &cu_memcpy_htod, &cu_memcpy_dtoh, &cu_memset_d8_async, &cu_event_create, &cu_tensor_map_encode_tiled, &hip_error_name,
             &hip_error_string, &hip_get_device, &hip_set_device, &hip_device_properties, &hip_memcpy,
             &hip_memset_async, &hip_event_create};
   }

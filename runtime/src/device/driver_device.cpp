@@ -10,11 +10,13 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -211,6 +213,34 @@ class DriverDevice final : public Device {
     float milliseconds = 0.0f;
     call(api_.event_elapsed_time, &milliseconds, start, stop);
     return milliseconds;
+  }
+
+  // Tensor maps are a host-side encoding: no device or context involved.
+  void encode_tensor_map(const TensorMapRequest& request, void* map) const override {
+    if (!cuda()) return Device::encode_tensor_map(request, map);
+    if (!api_.cu_tensor_map_encode_tiled.bound())
+      fail(ErrorCode::unsupported, "encode_tensor_map: this CUDA driver has no cuTensorMapEncodeTiled (CUDA 12.0+)");
+    if (request.rank < 1 || request.rank > 5)
+      fail(ErrorCode::invalid_argument, "encode_tensor_map: rank {} is not one of 1..5", request.rank);
+    const int swizzle = request.swizzle_bytes == 0     ? 0
+                        : request.swizzle_bytes == 32  ? 1
+                        : request.swizzle_bytes == 64  ? 2
+                        : request.swizzle_bytes == 128 ? 3
+                                                       : -1;
+    if (swizzle < 0)
+      fail(ErrorCode::invalid_argument, "encode_tensor_map: swizzle_bytes {} is not one of 0, 32, 64, 128",
+           request.swizzle_bytes);
+    const unsigned element_strides[5] = {1, 1, 1, 1, 1};
+    const Result result = api_.cu_tensor_map_encode_tiled(
+        map, CU_TENSOR_MAP_DATA_TYPE_UINT8, static_cast<unsigned>(request.rank), const_cast<void*>(request.base),
+        request.sizes.data(), request.strides.data(), request.box.data(), element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+        swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (result != kSuccess)
+      fail(ErrorCode::invalid_argument,
+           "cuTensorMapEncodeTiled rejected the map (rank {}, sizes [{}], byte strides [{}], box [{}], swizzle {}): {}",
+           request.rank, fmt::join(std::span(request.sizes).first(request.rank), ", "),
+           fmt::join(std::span(request.strides).first(request.rank - 1), ", "),
+           fmt::join(std::span(request.box).first(request.rank), ", "), request.swizzle_bytes, error_name(result));
   }
 
   const VendorTable& table() const noexcept { return vendor_; }

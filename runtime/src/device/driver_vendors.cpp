@@ -43,6 +43,7 @@ Calls symbols_of(Vendor vendor) {
       .cu_context_get_device = cuda("cuCtxGetDevice"), .cu_function_set_attribute = cuda("cuFuncSetAttribute"),
       .cu_memcpy_htod = cuda("cuMemcpyHtoD_v2"), .cu_memcpy_dtoh = cuda("cuMemcpyDtoH_v2"),
       .cu_memset_d8_async = cuda("cuMemsetD8Async"), .cu_event_create = cuda("cuEventCreate"),
+      .cu_tensor_map_encode_tiled = {cuda("cuTensorMapEncodeTiled"), nullptr, /*optional=*/true},
       // HIP only: error names, the current device, the device properties, copies, memset, events.
       .hip_error_name = hip("hipGetErrorName"), .hip_error_string = hip("hipGetErrorString"),
       .hip_get_device = hip("hipGetDevice"), .hip_set_device = hip("hipSetDevice"),

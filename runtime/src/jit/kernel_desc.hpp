@@ -7,6 +7,7 @@
 //
 // The candidate space of tile parameters lives in the tuning tables (configs/<arch>.json, the
 // autotuner's search space); a descriptor says which values exist and which combinations fit.
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,9 @@ struct TargetRule {
   std::vector<std::string> archs;  // when not empty: the arch must be one of these ("gfx1201", "sm_90")
 };
 
+// The largest second kernel argument a descriptor's extra_argument writes.
+inline constexpr std::size_t kKernelExtraArgumentBytes = 512;
+
 struct KernelDesc {
   std::string name;                  // unique: "attention_sm80", "attention_gfx12", "prepare"
   std::string family;                // what the dispatcher asks for: "attention" | "prepare" | ...
@@ -85,6 +89,12 @@ struct KernelDesc {
                              const ProblemShape& shape) = nullptr;
   // Attention kernels: how they read V for a complete config; null for other kernels.
   VInput (*v_input)(const TileConfig& config) = nullptr;
+  // Kernels that take a second argument after their parameter struct (attention_sm90 with "tma": 1:
+  // its tensor maps): writes it for one launch of a complete config into `out` (at most
+  // kKernelExtraArgumentBytes, 64-byte aligned) from the launch's parameter struct `params`, and
+  // returns its size; 0 when this config takes none. Null for kernels that never do.
+  std::size_t (*extra_argument)(const Device& device, const TileConfig& config, const Specialization& spec,
+                                const void* params, void* out) = nullptr;
   // When a family has several kernels for one target, the config picks: this kernel serves configs
   // whose parameter `config_switch` is non-zero ("wgmma": 1). A kernel with an empty switch serves
   // the configs that turn no other kernel's switch on.

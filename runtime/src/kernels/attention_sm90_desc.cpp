@@ -7,8 +7,15 @@
 //   stages       2 | 3
 //   pv_fp16      0       (PV in native e4m3)
 //   min_blocks   1..4    (CTAs per SM requested through __launch_bounds__)
+//   tma          0 | 1   (K and V tiles by cp.async from every thread, or by the tensor copy engine:
+//                         thread 0 issues two copies per tile on the stage's mbarrier; the tensor
+//                         maps are the kernel's second argument, encoded here for each launch)
+#include <cstring>
+
 #include <fmt/format.h>
 
+#include "arch/wgmma_sm90.h"
+#include "common/params.h"
 #include "kernels/launch_shapes.hpp"
 
 namespace sagejit {
@@ -28,10 +35,36 @@ std::string sm90_resources(const TileConfig& config, const Specialization& spec,
   if (register_cap < 160)
     return fmt::format("min_blocks {} x warps {} caps registers at {} per thread (< 160)", min_blocks, warps,
                        register_cap);
-  const unsigned bytes = shared_bytes(config, spec.head_dim);
+  // With tma, the stages' mbarriers are static shared memory, which ptxas pads to 1 KiB because the
+  // dynamic tiles that follow are declared 1 KiB-aligned.
+  const unsigned bytes = shared_bytes(config, spec.head_dim) + (config.at("tma") != 0 ? 1024u : 0u);
   if (bytes * static_cast<unsigned>(min_blocks) > 227u * 1024u)
     return fmt::format("shared memory {} KiB x min_blocks {} > 227 KiB per SM", bytes / 1024, min_blocks);
   return {};
+}
+
+// With "tma": 1, the K and V tensor maps (arch/wgmma_sm90.h, SjSm90TensorMaps) of this launch.
+std::size_t sm90_tensor_maps(const Device& device, const TileConfig& config, const Specialization& spec,
+                             const void* params, void* out) {
+  if (config.at("tma") == 0) return 0;
+  static_assert(sizeof(SjSm90TensorMaps) <= kKernelExtraArgumentBytes && alignof(SjSm90TensorMaps) <= 64);
+  static_assert(sizeof(SjSm90TensorMaps::k) == kTensorMapBytes && sizeof(SjSm90TensorMaps::v) == kTensorMapBytes);
+  const auto& p = *static_cast<const SjAttentionParams*>(params);
+  const unsigned long long d = static_cast<unsigned long long>(spec.head_dim);
+  const unsigned long long keys = static_cast<unsigned long long>(p.seq_kv_pad);
+  const unsigned long long heads = static_cast<unsigned long long>(p.batch) * static_cast<unsigned long long>(p.heads_kv);
+  const unsigned block_n = static_cast<unsigned>(config.at("block_n"));
+  SjSm90TensorMaps maps;
+  // K: int8 [B * Hk][Nk_pad][D]; one box = BLOCK_N keys of one head.
+  TensorMapRequest k{.base = p.k8, .rank = 3, .sizes = {d, keys, heads}, .strides = {d, d * keys},
+                     .box = {static_cast<unsigned>(d), block_n, 1}, .swizzle_bytes = sj_sm90_swizzle_bytes(spec.head_dim)};
+  // V: e4m3 [B * Hk][D][Nk_pad]; one box = D channels of BLOCK_N keys.
+  TensorMapRequest v{.base = p.v_quant, .rank = 3, .sizes = {keys, d, heads}, .strides = {keys, keys * d},
+                     .box = {block_n, static_cast<unsigned>(d), 1}, .swizzle_bytes = sj_sm90_swizzle_bytes(static_cast<int>(block_n))};
+  device.encode_tensor_map(k, maps.k);
+  device.encode_tensor_map(v, maps.v);
+  std::memcpy(out, &maps, sizeof(maps));
+  return sizeof(maps);
 }
 
 LaunchGeometry sm90_geometry(int, const TileConfig& config, const Specialization& spec, const ProblemShape& shape) {
@@ -55,11 +88,13 @@ extern const KernelDesc attention_sm90_kernel{
                {"stages", {2, 3}, 2, "SJ_STAGES"},
                {"pv_fp16", {0}, 0, ""},
                {"min_blocks", {1, 2, 3, 4}, 1, "SJ_MIN_BLOCKS"},
-               {"wgmma", {1}, 1, ""}},
+               {"wgmma", {1}, 1, ""},
+               {"tma", {0, 1}, 0, "SJ_TMA"}},
     .check_resources = sm90_resources,
     .geometry = sm90_geometry,
     // e4m3 V in the sm80 kernel's permuted key order (the wgmma kernel reads the same prepare output).
     .v_input = [](const TileConfig&) { return VInput{false, VOrder::sm80_fp8_permuted}; },
+    .extra_argument = sm90_tensor_maps,
     .config_switch = "wgmma",
     .arch_specific = true,
 };

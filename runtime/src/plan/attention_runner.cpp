@@ -45,7 +45,10 @@ void set_strides(const RowStrides& strides, long long& batch, long long& head, l
 
 void launch(Device& device, int ordinal, const LoadedKernel& kernel, const KernelDesc& desc, int entry,
             const TileConfig& config, const AttentionPlan& plan, Stream stream, void* params) {
-  void* args[] = {params};
+  alignas(64) std::byte extra[kKernelExtraArgumentBytes];  // the descriptor's second argument, if any
+  void* args[] = {params, extra};
+  if (desc.extra_argument == nullptr || desc.extra_argument(device, config, plan.spec, params, extra) == 0)
+    args[1] = nullptr;
   device.launch(ordinal, kernel.functions.at(static_cast<std::size_t>(entry)),
                 kernel_geometry(desc, entry, config, plan.spec, plan.shape), stream, args);
 }

@@ -21,17 +21,21 @@ namespace sagejit {
 
 // One entry point of a symbol table: the symbol's name (what errors name), optionally a newer
 // symbol of the same signature that is used instead when the library exports it, and the address.
-// A slot without a name is a call this library does not have; it stays null.
+// A slot without a name is a call this library does not have; it stays null. An optional slot stays
+// null when the library does not export it (a call of newer versions only; the caller checks bound()).
 struct SymbolSlot {
   const char* name = nullptr;
   const char* newer = nullptr;
   void* address = nullptr;
   bool newer_bound = false;  // the address is `newer`'s
+  bool optional = false;
+  bool bound() const noexcept { return address != nullptr; }
 };
 
 template <typename Signature>
 struct Symbol : SymbolSlot {
-  constexpr Symbol(const char* symbol = nullptr, const char* newer_symbol = nullptr) : SymbolSlot{symbol, newer_symbol} {}
+  constexpr Symbol(const char* symbol = nullptr, const char* newer_symbol = nullptr, bool optional_symbol = false)
+      : SymbolSlot{symbol, newer_symbol, nullptr, false, optional_symbol} {}
   template <typename... Args>
   decltype(auto) operator()(Args&&... args) const {
     return reinterpret_cast<Signature*>(address)(std::forward<Args>(args)...);
@@ -51,11 +55,15 @@ consteval bool slots_list_every_member() {
 }
 
 // `table` (names filled in) with the address of every named slot, in slots() order; throws
-// Error(runtime_not_found) naming the library and the first symbol it lacks.
+// Error(runtime_not_found) naming the library and the first (not optional) symbol it lacks.
 template <typename Table>
 Table bind_symbols(const DynamicLibrary& library, Table table) {
   for (SymbolSlot* slot : table.slots()) {
     if (slot->name == nullptr) continue;
+    if (slot->optional) {
+      slot->address = library.optional_symbol(slot->name);
+      continue;
+    }
     if (slot->newer != nullptr) slot->address = library.optional_symbol(slot->newer);
     slot->newer_bound = slot->address != nullptr;
     if (slot->address == nullptr) slot->address = library.symbol(slot->name);
