@@ -34,15 +34,6 @@ class DynamicLibrary {
   // Resolves a symbol, nullptr when absent (for entry points that only newer versions have).
   void* optional_symbol(const char* name) const noexcept;
 
-  template <typename Function>
-  void resolve(Function*& target, const char* name) const {
-    target = reinterpret_cast<Function*>(symbol(name));
-  }
-  template <typename Function>
-  void resolve_optional(Function*& target, const char* name) const {
-    target = reinterpret_cast<Function*>(optional_symbol(name));
-  }
-
   // The candidate name that loaded ("libcuda.so.1") and the file it resolved to
   // ("/usr/lib/x86_64-linux-gnu/libcuda.so.560.35.03", symlinks followed).
   const std::string& name() const noexcept { return name_; }
