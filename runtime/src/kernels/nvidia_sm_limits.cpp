@@ -12,9 +12,12 @@ namespace {
 
 constexpr unsigned KiB = 1024;
 
-// NVIDIA's CUDA C++ Programming Guide, "Technical Specifications per Compute Capability": shared
-// memory per block (opt-in) and per SM, the 1 KB reserved per block, resident warps per SM, registers
-// per SM. sm_120 (consumer Blackwell) has sm_89's shared memory and warps, not sm_100's.
+// Public figures: NVIDIA's CUDA C++ Programming Guide, "Technical Specifications per Compute
+// Capability" (shared memory per block with opt-in and per SM, the 1 KB the system reserves per block,
+// resident warps and registers per SM), and for sm_100/sm_120 the Blackwell Tuning Guide (sm_100: 227
+// KB per block, 64 warps; sm_120, consumer Blackwell: 99 KB per block, 48 warps, like sm_89, not
+// sm_100). sm_120's per-SM figure is the 100 KB its devices report usable as shared memory (the guide's
+// 128 KB is the combined L1/shared capacity); no check of an sm_120 kernel reads it today.
 constexpr SmLimits sm_limits[] = {
     // sm, shared per block, shared per SM, reserved per block, warps per SM, registers per SM
     {80, 163 * KiB, 164 * KiB, KiB, 64, 65536},
