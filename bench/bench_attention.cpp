@@ -1,5 +1,5 @@
-// Times sagejit end to end (prepare + attention, after the first-call compile) on the shapes of
-// DESIGN.md section 10 and their causal and D=64 variants, and prints one JSON document: per shape
+// Times sagejit end to end (prepare + attention, after the first-call compile) on the anchor shapes
+// of docs/ANCHORS.md and their causal and D=64 variants, and prints one JSON document: per shape
 // and PV family the median time from device events over rotating input sets, TOPS
 // (4*B*H*Nq*Nk*D / t, half for causal) and the accuracy of sampled output rows against fp64.
 // bench/sdpa_compare.py times PyTorch SDPA (flash, cuDNN) on the same shapes and merges the two.

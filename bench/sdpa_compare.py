@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 BACKENDS = {"sdpa_flash_bf16": SDPBackend.FLASH_ATTENTION, "sdpa_cudnn_bf16": SDPBackend.CUDNN_ATTENTION}
-# DESIGN.md section 10: SageAttention's kernels on this H200 (TOPS), by anchors-file shape name.
+# SageAttention's kernels on this H200 (TOPS, docs/ANCHORS.md), by anchors-file shape name.
 SAGE_ANCHORS = ("sage_sm80_int8_fp16pv", "sage_sm89_int8_fp8pv_f32f16", "sage_sm90_int8_fp8", "sage_triton_int8_fp16")
 
 

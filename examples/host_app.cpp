@@ -1,7 +1,7 @@
 // A small host application: allocates q, k, v and out on the GPU, calls sagejit::attention twice and
 // prints the first call's time (compile, or load from the code-object cache) and the steady-state
-// time, plus the workspace (the only extra device memory a call needs) for the shapes of DESIGN.md
-// section 10.
+// time, plus the workspace (the only extra device memory a call needs) for the anchor
+// shapes of docs/ANCHORS.md.
 //
 //   host_app                        # 1,24,4608,128 bf16, HND
 //   host_app --shape 4,32,4096,128 --causal --layout NHD --iterations 20
@@ -320,7 +320,7 @@ int main(int argc, char** argv) {
                 args.iterations);
 
     // Extra device memory per call = the workspace (inputs and output are the caller's).
-    std::printf("workspace (peak extra device memory per call), DESIGN.md section 10 shapes:\n");
+    std::printf("workspace (peak extra device memory per call), anchor shapes (docs/ANCHORS.md):\n");
     const std::vector<Shape> design_shapes{{1, 24, 4608, 128, false}, {1, 28, 16384, 128, false},
                                            {1, 40, 32760, 128, false}, {1, 16, 8192, 64, false},
                                            {4, 32, 4096, 128, true}};

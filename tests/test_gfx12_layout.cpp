@@ -1,5 +1,5 @@
 // Host check of the gfx12 (RDNA4) attention kernel's fragment layouts. An emulation of the
-// documented wave32 16x16x16 8-bit WMMA lane layout (DESIGN.md section 5) is fed with the registers
+// documented wave32 16x16x16 8-bit WMMA lane layout (docs/RDNA4.md, "gfx12 WMMA") is fed with the registers
 // the kernel's own index functions (kernel_src/arch/mma_gfx12.h) say it loads, and what the kernel
 // reads back from the accumulators is compared with direct matrix products; then one query block's
 // whole data flow over two key tiles (QK WMMA, scores, mask, online softmax, P quantized per lane
@@ -32,7 +32,7 @@ struct WmmaLayout {
   int (*c_row)(int lane, int vgpr);          // row of accumulator VGPR `vgpr`; column = lane % 16
 };
 
-// DESIGN.md section 5 (AMD matrix instruction calculator, RDNA4).
+// docs/RDNA4.md, "gfx12 WMMA" (AMD matrix instruction calculator, RDNA4).
 int documented_k(int lane, int byte) { return 8 * (lane / 16) + byte; }
 int documented_c_row(int lane, int vgpr) { return 8 * (lane / 16) + vgpr; }
 // Wrong on purpose: A's half-waves exchange their k ranges (B stays documented).

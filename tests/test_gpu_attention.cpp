@@ -1,6 +1,6 @@
 // The GPU attention path (prepare + attention_sm80/gfx12 through plan/attention_runner) against
 // the CPU emulator (same quantized algorithm: agreement up to accumulation order and exp2
-// approximation) and the fp64 reference (quality thresholds of issue 7 / DESIGN.md section 4).
+// approximation) and the fp64 reference (quality thresholds of issue 7 / docs/NUMERICS.md, "Oracles").
 //
 // Emulator tolerance, by reasoning: prepare is bit-exact, QK^T is exact int32 on both sides, so the
 // GPU differs only by (a) exp2 via ex2.approx (relative error ~2^-22), which now and then moves p

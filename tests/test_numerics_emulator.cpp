@@ -1,4 +1,4 @@
-// The emulator against the fp64 reference (DESIGN.md section 4 anchors: SageAttention's sm90 kernel
+// The emulator against the fp64 reference (docs/NUMERICS.md, "Oracles": SageAttention's sm90 kernel
 // measures cos 0.9992-0.9994, rel-L1 0.037-0.040 on random normal inputs), plus layouts, strides,
 // GQA, tails, smoothing and LSE.
 #include <doctest/doctest.h>

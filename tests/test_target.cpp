@@ -25,6 +25,10 @@ TEST_CASE("targets parse once into vendor, arch, sm number and features") {
   CHECK(rdna4.amd_family() == "gfx12");
   CHECK(parse_target("gfx942").amd_family() == "gfx9");
   CHECK(parse_target("gfx1030").amd_family() == "gfx10");
+  CHECK(parse_target("gfx1200").amd_family() == "gfx12");
+  CHECK(parse_target("gfx1151").amd_family() == "gfx11");
+  // gfx1250 shares the gfx12 prefix but not its WMMA instructions: a family of its own.
+  CHECK(parse_target("gfx1250").amd_family() == "gfx12.5");
   CHECK(hopper.amd_family().empty());
   CHECK(target_arch("gfx942:xnack-") == "gfx942");
 }

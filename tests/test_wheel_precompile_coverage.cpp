@@ -17,6 +17,7 @@
 
 #include "core/tile_config.hpp"
 #include "jit/kernel_desc.hpp"
+#include "kernels/registry.hpp"
 #include "plan/attention_plan.hpp"
 
 namespace fs = std::filesystem;
@@ -24,15 +25,18 @@ using namespace sagejit;
 
 namespace {
 
-// The attention configs precompile builds for (dtype, kernel head dim, causal) from the shipped table.
-std::vector<TileConfig> precompiled_configs(const nlohmann::json& attention, const std::string& dtype, int head_dim,
-                                            bool causal) {
+// The attention configs precompile builds for (dtype, kernel head dim, causal) from the shipped table,
+// as the kernel each selects reads them (without the switches of the family's other kernels, as the
+// plan's config is).
+std::vector<TileConfig> precompiled_configs(const nlohmann::json& attention, const std::string& arch,
+                                            const std::string& dtype, int head_dim, bool causal) {
   std::vector<TileConfig> configs{attention.at("default").get<TileConfig>()};
   for (const nlohmann::json& entry : attention.at("entries")) {
     const nlohmann::json& problem = entry.at("problem");
     if (problem.at("dtype") == dtype && problem.at("head_dim") == head_dim && problem.at("causal") == causal)
       configs.push_back(entry.at("config").get<TileConfig>());
   }
+  for (TileConfig& config : configs) config = kernel_config_of(find_kernel("attention", arch, config), config);
   return configs;
 }
 
@@ -74,7 +78,7 @@ TEST_CASE("every gfx12 call the shipped tables can plan is in the wheel's precom
                 CHECK(plan.spec.causal == causal);
                 CHECK(plan.spec.write_lse == lse);
                 CHECK(plan.spec.dtype == (dtype == DType::bf16 ? 0 : 1));
-                const std::vector<TileConfig> built = precompiled_configs(attention, dtype_name, plan.spec.head_dim, causal);
+                const std::vector<TileConfig> built = precompiled_configs(attention, arch, dtype_name, plan.spec.head_dim, causal);
                 const bool covered = std::find(built.begin(), built.end(), plan.attention_config) != built.end();
                 CHECK_MESSAGE(covered, "planned config ", config_id(plan.attention_config), " is not precompiled");
                 ++calls;

@@ -1,4 +1,4 @@
-// sagejit-cache: inspect and maintain the code-object cache (DESIGN.md section 7):
+// sagejit-cache: inspect and maintain the code-object cache (docs/CACHE.md):
 //   stat | list | verify [--fix] | prune --max-size SIZE | clear
 // The user cache is the one the runtime uses (SAGEJIT_CACHE_DIR, XDG_CACHE_HOME, HOME) unless
 // --cache-dir names another; the read-only system cache is listed and verified but never modified.

@@ -17,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "support/cli.hpp"
@@ -40,7 +41,7 @@ using namespace sagejit::tools;
 namespace {
 
 struct Options {
-  std::vector<std::string> archs{"gfx1201", "gfx1200"};
+  std::vector<std::string> archs;  // empty: every arch priced_archs() gives
   std::vector<std::string> dtypes{"bf16"};
   std::vector<int> head_dims{64, 128};
   std::vector<int> causal{0, 1};
@@ -102,6 +103,17 @@ std::vector<TileConfig> shipped_configs(const std::vector<LoadedTableFile>& file
   std::sort(configs.begin(), configs.end(), [](const TileConfig& a, const TileConfig& b) { return config_id(a) < config_id(b); });
   configs.erase(std::unique(configs.begin(), configs.end()), configs.end());
   return configs;
+}
+
+// The archs the report can price: those with a shipped tuning table that the gfx12 attention kernel
+// builds for (its family rule), so a new gfx12 arch is priced once its table ships.
+std::vector<std::string> priced_archs(const std::vector<LoadedTableFile>& files) {
+  std::vector<std::string> archs;
+  for (const LoadedTableFile& file : files)
+    if (!file.overlay && kernel_supports(attention_gfx12_kernel, file.table.arch)) archs.push_back(file.table.arch);
+  std::sort(archs.begin(), archs.end());
+  archs.erase(std::unique(archs.begin(), archs.end()), archs.end());
+  return archs;
 }
 
 // Writes `text` to DIR/<arch>.<problem>.<config>.s, refusing to follow or replace an existing file.
@@ -236,8 +248,7 @@ int main(int argc, char** argv) {
   Options options;
   CLI::App app{"ISA cost report of the gfx12 attention kernel's key loop (no GPU needed). See docs/RDNA4.md.",
                "sagejit-isa-report"};
-  app.add_option("--arch", options.archs, "gfx12 archs (default gfx1201 gfx1200)")
-      ->check(CLI::IsMember({"gfx1200", "gfx1201"}));
+  app.add_option("--arch", options.archs, "gfx12 archs with a shipped tuning table (default: all of them)");
   app.add_option("--dtype", options.dtypes, "Input dtypes (default bf16; the key loop does not depend on it)")
       ->check(CLI::IsMember(kernel_dtype_names()));
   app.add_option("--head-dim", options.head_dims, "Head dims (default 64 128)")->check(CLI::IsMember({64, 128}));
@@ -253,6 +264,12 @@ int main(int argc, char** argv) {
   return run_tool(app, argc, argv, [&]() -> int {
     const std::string objdump = find_objdump(options.objdump);
     const std::vector<LoadedTableFile> files = loaded_table_files();
+    const std::vector<std::string> priced = priced_archs(files);
+    if (options.archs.empty()) options.archs = priced;
+    for (const std::string& arch : options.archs)
+      if (std::find(priced.begin(), priced.end(), arch) == priced.end())
+        fail(ErrorCode::invalid_argument, "--arch {}: not a gfx12 arch with a shipped tuning table (accepted: {})",
+             arch, fmt::join(priced, ", "));
     std::vector<Row> rows;
     for (const std::string& arch : options.archs)
       for (const std::string& dtype_name : options.dtypes)

@@ -1,7 +1,7 @@
 // gfx12 (RDNA4, gfx1200/gfx1201) WMMA atoms and the fragment layouts of attention_gfx12.hip.
 //
 // The hardware layout of the wave32 16x16x16 8-bit WMMA (AMD matrix instruction calculator, RDNA4;
-// DESIGN.md section 5), lane L, h = L / 16:
+// docs/RDNA4.md, "gfx12 WMMA"), lane L, h = L / 16:
 //   A (16x16, 8 bytes a lane): row i = L % 16, k = 8h + 4*vgpr + byte
 //   B (16x16, 8 bytes a lane): col j = L % 16, k = 8h + 4*vgpr + byte
 //   C/D (32-bit, 8 VGPRs):     D[i = 8h + vgpr][j = L % 16]

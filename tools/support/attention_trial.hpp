@@ -18,7 +18,7 @@
 
 namespace sagejit::tools {
 
-// How the inputs are drawn (DESIGN.md section 4).
+// How the inputs are drawn (docs/NUMERICS.md, "Oracles").
 enum class InputKind {
   normal,           // q, k, v ~ N(0, 1)
   channel_offsets,  // k gets large per-channel offsets (what K smoothing removes)

@@ -1,5 +1,5 @@
 #pragma once
-// Judging a GPU attention output against the CPU oracles (DESIGN.md section 4): the emulator of the
+// Judging a GPU attention output against the CPU oracles (docs/NUMERICS.md, "Oracles"): the emulator of the
 // quantized algorithm (the GPU must match it within accumulation-order noise) and the fp64 exact
 // attention (quality), plus the LSE output when present.
 #include <string>
@@ -13,7 +13,7 @@ namespace sagejit::tools {
 
 // Thresholds. Against the emulator: same quantizers and the same rounding of p, so only fp32
 // accumulation order and exp2 implementations differ. Against fp64: SageAttention's own kernels
-// measure cos 0.9992 (fp8 PV) to 0.9999 (fp16 PV) on random normal inputs (DESIGN.md section 4).
+// measure cos 0.9992 (fp8 PV) to 0.9999 (fp16 PV) on random normal inputs (docs/NUMERICS.md, "Oracles").
 inline constexpr double min_cosine_vs_emulator = 0.9999;
 inline constexpr double max_rel_l1_vs_emulator = 0.01;
 inline constexpr double min_cosine_vs_reference = 0.998;  // a wrong kernel is far below; the emulator check is the tight one

@@ -19,7 +19,7 @@ struct AttentionShape {
   DType dtype = DType::bf16;
 
   int heads_kv() const { return heads_q / gqa_ratio; }
-  // Matrix work of one call: 4·B·H·Nq·Nk·D, halved for causal (DESIGN.md section 10's convention).
+  // Matrix work of one call: 4·B·H·Nq·Nk·D, halved for causal (docs/ANCHORS.md's convention).
   double operations() const;
   // Canonical text, parseable again: "1,24,4608,4608,128,bf16", "4,32,4096,4096,128,causal,bf16,gqa=4".
   std::string text() const;

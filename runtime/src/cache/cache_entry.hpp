@@ -1,6 +1,6 @@
 #pragma once
 // The on-disk format of one cache entry (*.sjco): a fixed header, a small JSON metadata block, then
-// the code object. Everything is validated on every read (DESIGN.md section 7), because a torn,
+// the code object. Everything is validated on every read (docs/CACHE.md), because a torn,
 // truncated, stale-format or foreign file must be rebuilt, never loaded.
 //
 //   offset  size  field (little-endian)

@@ -1,8 +1,8 @@
 #pragma once
-// The content key of a code object (DESIGN.md section 7): XXH3-128 over everything that decides the
+// The content key of a code object (docs/CACHE.md, "The key"): XXH3-128 over everything that decides the
 // bytes the compiler produces, and nothing else (no absolute paths, no cache location).
 //
-// Runtime version. DESIGN.md lists it as a key component; we keep it as an explicit input but the JIT
+// Runtime version. A cache key commonly holds it; we keep it as an explicit input but the JIT
 // and the precompile tool both leave it EMPTY, on purpose:
 //  - our code objects are final machine code (cubin SASS from NVRTC, AMDGPU ELF from hipRTC/clang);
 //    they are produced by the compiler alone, whose identity+version is in the key, and are not

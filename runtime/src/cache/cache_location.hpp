@@ -1,6 +1,6 @@
 #pragma once
 // Where the caches live and whether a directory or file may be trusted. A cache holds executable
-// code, so a directory or entry that another user could have written is refused (DESIGN.md section 7);
+// code, so a directory or entry that another user could have written is refused (docs/CACHE.md, "Trust");
 // there is never a fallback to a shared location such as /tmp.
 #include <filesystem>
 #include <optional>

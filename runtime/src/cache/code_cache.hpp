@@ -1,5 +1,5 @@
 #pragma once
-// The content-keyed code-object cache (DESIGN.md section 7): memory, then the read-only system
+// The content-keyed code-object cache (docs/CACHE.md): memory, then the read-only system
 // directory, then the user directory, then compile. One compile per key across threads (a per-key
 // slot mutex) and across processes (a per-key flock, re-checked after acquiring; the wait is bounded
 // by SAGEJIT_LOCK_TIMEOUT). Entries are published atomically and validated on every read; a bad one

@@ -30,6 +30,14 @@ constexpr std::string_view nvidia_form = "sm_XY (e.g. sm_90, sm_90a)";
 constexpr std::string_view amd_form =
     "gfxNNNN with optional feature suffixes sramecc+/- and xnack+/- (e.g. gfx1201, gfx942:sramecc+:xnack-)";
 
+// Processors that share a major version but not its instruction set: gfx1250/gfx1251 (LLVM's GFX12.5)
+// lack the gfx12 16x16x16 WMMA forms (clang-22 cannot select v_wmma_i32_16x16x16_iu8 for gfx1250)
+// and are not in LLVM's gfx12-generic (gfx1200, gfx1201), so they are a family of their own.
+struct AmdFamilySplit {
+  std::string_view prefix, family;
+};
+constexpr AmdFamilySplit amd_family_splits[] = {{"gfx125", "gfx12.5"}};
+
 }  // namespace
 
 std::string_view to_string(Vendor vendor) noexcept {
@@ -42,6 +50,8 @@ std::string_view to_string(Vendor vendor) noexcept {
 
 std::string Target::amd_family() const {
   if (!is_amd() || arch.size() < 5) return {};
+  for (const AmdFamilySplit& split : amd_family_splits)
+    if (arch.starts_with(split.prefix)) return std::string(split.family);
   // gfx + major version: two digits for gfx10+ (4 hex digits in all), one otherwise.
   return arch.substr(0, arch.size() >= 7 ? 5 : 4);
 }

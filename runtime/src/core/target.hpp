@@ -21,7 +21,9 @@ struct Target {
 
   bool is_nvidia() const noexcept { return vendor == Vendor::nvidia; }
   bool is_amd() const noexcept { return vendor == Vendor::amd; }
-  // The AMD generation prefix: "gfx1201" -> "gfx12", "gfx942" -> "gfx9"; empty on NVIDIA.
+  // The AMD family: the processors that share one instruction set, so one kernel source serves them
+  // all. "gfx1201" -> "gfx12", "gfx942" -> "gfx9", "gfx1151" -> "gfx11"; "gfx1250" -> "gfx12.5" (see
+  // target.cpp); empty on NVIDIA. Kernel descriptors name the family they build for (TargetRule).
   std::string amd_family() const;
   bool operator==(const Target&) const = default;
 };

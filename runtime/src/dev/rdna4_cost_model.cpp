@@ -2,7 +2,7 @@
 //  [gpuopen]  AMD GPUOpen, "Using the Matrix Cores of AMD RDNA 4 architecture GPUs": per CU per clock
 //             1024 FP16/BF16 and 2048 INT8 (and FP8) dense ops on the RX 9070 XT. A 16x16x16 WMMA is
 //             8192 ops; a CU has 2 SIMD32s, so 8-bit WMMA takes 8192 / 1024 = 8 cycles of a SIMD and
-//             16-bit WMMA 16 cycles. AMD's matrix instruction calculator (DESIGN.md section 5) gives
+//             16-bit WMMA 16 cycles. AMD's matrix instruction calculator (docs/RDNA4.md, "gfx12 WMMA") gives
 //             the same 4096 ops per WGP per cycle for iu8/fp8.
 //  [isa]      AMD "RDNA4 Instruction Set Architecture" reference guide (doc 70651, 2025): wave32 VALU
 //             on a 32-lane SIMD issues one instruction per cycle; VOPD (v_dual_*) issues two

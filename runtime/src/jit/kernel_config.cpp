@@ -14,6 +14,7 @@ namespace {
 bool rule_matches(const TargetRule& rule, const Target& target) {
   if (rule.vendor != target.vendor) return false;
   if (target.is_nvidia() && target.sm < rule.min_sm) return false;
+  if (!rule.amd_family.empty() && target.amd_family() != rule.amd_family) return false;
   return rule.archs.empty() || std::find(rule.archs.begin(), rule.archs.end(), target.arch) != rule.archs.end();
 }
 
@@ -28,6 +29,7 @@ std::string describe_targets(const KernelDesc& desc) {
   std::vector<std::string> parts;
   for (const TargetRule& rule : desc.targets) {
     if (!rule.archs.empty()) parts.push_back(fmt::format("{}", fmt::join(rule.archs, ", ")));
+    else if (!rule.amd_family.empty()) parts.push_back(fmt::format("the AMD {} family", rule.amd_family));
     else if (rule.min_sm > 0) parts.push_back(fmt::format("sm_{}+", rule.min_sm));
     else parts.push_back(fmt::format("any {} target", to_string(rule.vendor)));
   }

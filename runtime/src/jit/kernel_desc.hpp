@@ -63,11 +63,14 @@ struct KernelParam {
   std::string macro;         // the define it becomes ("SJ_BLOCK_N"); empty: not passed to the source
 };
 
-// The targets a kernel builds for: a vendor, and optionally a minimum NVIDIA sm or a list of archs.
+// The targets a kernel builds for: a vendor, and optionally a minimum NVIDIA sm, an AMD family or a
+// list of archs. An AMD kernel names its family ({amd, .amd_family = "gfx12"}), so a new processor of
+// that family needs no edit here; `archs` is for a kernel that runs on exact archs only (sm_90a code).
 struct TargetRule {
   Vendor vendor = Vendor::nvidia;
   int min_sm = 0;                  // NVIDIA: sm >= min_sm
-  std::vector<std::string> archs;  // when not empty: the arch must be one of these ("gfx1201", "sm_90")
+  std::string amd_family = {};     // AMD: when not empty, Target::amd_family() must be this ("gfx12")
+  std::vector<std::string> archs = {};  // when not empty: the arch must be one of these ("sm_90", "sm_90a")
 };
 
 // The largest second kernel argument a descriptor's extra_argument writes.

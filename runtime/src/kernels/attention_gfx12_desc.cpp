@@ -1,5 +1,5 @@
 // Descriptor of kernel_src/attention_gfx12.hip: valid configs, defines and launch geometry.
-// Config parameters (configs/gfx1201.json, configs/gfx1200.json): waves, rows_per_wave, block_n, stages.
+// Config parameters (the gfx12 tables, configs/gfx12*.json): waves, rows_per_wave, block_n, stages.
 #include "kernels/attention_gfx12_desc.hpp"
 
 #include <fmt/format.h>
@@ -64,7 +64,7 @@ extern const KernelDesc attention_gfx12_kernel{
     .family = "attention",
     .source_path = "attention_gfx12.hip",
     .entries = {"sj_attention_gfx12"},
-    .targets = {{.vendor = Vendor::amd, .archs = {"gfx1200", "gfx1201"}}},
+    .targets = {gfx12_targets},
     .specialized_on = spec_head_dim | spec_dtype | spec_causal | spec_write_lse,
     .params = {{"waves", {2, 4, 8}, 4, "SJ_WAVES"},
                {"rows_per_wave", {16, 32}, 32, "SJ_ROWS_PER_WAVE"},

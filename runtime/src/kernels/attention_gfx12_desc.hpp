@@ -8,7 +8,11 @@ namespace sagejit {
 
 extern const KernelDesc attention_gfx12_kernel;
 
-// Tile parameters of one gfx12 attention config (configs/gfx1201.json "attention" params).
+// The targets of the gfx12 kernels (this one and the layout probe): the RDNA4 family, so a new
+// processor of that family needs only its tuning table (configs/<arch>.json).
+inline const TargetRule gfx12_targets{.vendor = Vendor::amd, .amd_family = "gfx12"};
+
+// Tile parameters of one gfx12 attention config (the "attention" params of configs/gfx12*.json).
 // Allowed values and defaults: the descriptor's params (attention_gfx12_desc.cpp).
 struct Gfx12AttentionTile {
   int waves = 0;          // waves (of 32 lanes) per workgroup

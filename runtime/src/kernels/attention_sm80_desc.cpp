@@ -1,11 +1,13 @@
 // Descriptor of kernel_src/attention_sm80.cu (mma.sync; NVIDIA sm_80+ ISA, fp8 PV needs sm_89+).
 // Config parameters (configs/sm_*.json): warps, rows_per_warp, block_n, stages, pv_fp16, and the
 // optional min_blocks (CTAs per SM requested through __launch_bounds__, which caps the registers per
-// thread at 65536 / (min_blocks * threads); default 1 = no cap beyond 255). On sm_90 it serves the
+// thread at the SM's registers / (min_blocks * threads); default 1 = no cap beyond 255). Shared memory
+// and warps are checked against the arch's row of kernels/nvidia_sm_limits.cpp. On sm_90 it serves the
 // configs that do not switch attention_sm90 on (wgmma=0 or absent; the registry drops the switch).
 #include <fmt/format.h>
 
 #include "kernels/launch_shapes.hpp"
+#include "kernels/nvidia_sm_limits.hpp"
 
 namespace sagejit {
 namespace {
@@ -19,15 +21,19 @@ unsigned shared_bytes(const TileConfig& config, int head_dim) {
 }
 
 std::string sm80_resources(const TileConfig& config, const Specialization& spec, const Target& target) {
+  const SmLimits* limits = find_sm_limits(target);
+  if (limits == nullptr) return missing_sm_limits(target);  // open-ended min_sm: an unlisted arch is not guessed at
   const int warps = config.at("warps"), min_blocks = config.at("min_blocks");
-  // At most 64 warps per SM (sm_80..sm_90): more resident CTAs than that cannot be requested.
-  if (min_blocks * warps > 64) return fmt::format("min_blocks {} x warps {} exceeds 64 warps per SM", min_blocks, warps);
+  // More resident CTAs than the SM holds warps for cannot be requested.
+  if (min_blocks * warps > limits->warps_per_sm)
+    return fmt::format("min_blocks {} x warps {} exceeds {} warps per SM on {}", min_blocks, warps,
+                       limits->warps_per_sm, target.arch);
   if (config.at("pv_fp16") == 0 && target.sm < 89)
     return fmt::format("fp8 PV (pv_fp16=0) needs sm_89+, target is {}", target.arch);
-  // Shared memory per block with opt-in: 99 KiB on sm_86/sm_89, 163 KiB on sm_80, 227 KiB on sm_90+.
-  const unsigned limit = target.sm >= 90 ? 227u * 1024u : (target.sm == 80 ? 163u * 1024u : 99u * 1024u);
   const unsigned bytes = shared_bytes(config, spec.head_dim);
-  if (bytes > limit) return fmt::format("shared memory {} KiB > {} KiB on {}", bytes / 1024, limit / 1024, target.arch);
+  if (bytes > limits->shared_per_block)
+    return fmt::format("shared memory {} KiB > {} KiB per block on {}", bytes / 1024, limits->shared_per_block / 1024,
+                       target.arch);
   return {};
 }
 

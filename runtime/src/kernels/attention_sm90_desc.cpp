@@ -17,6 +17,7 @@
 #include "arch/wgmma_sm90.h"
 #include "common/params.h"
 #include "kernels/launch_shapes.hpp"
+#include "kernels/nvidia_sm_limits.hpp"
 
 namespace sagejit {
 namespace {
@@ -27,19 +28,23 @@ unsigned shared_bytes(const TileConfig& config, int head_dim) {
   return static_cast<unsigned>(1024 + q_bytes + config.at("stages") * stage_bytes);  // + 1 KiB to align to 1 KiB
 }
 
-std::string sm90_resources(const TileConfig& config, const Specialization& spec, const Target&) {
+std::string sm90_resources(const TileConfig& config, const Specialization& spec, const Target& target) {
+  const SmLimits* limits = find_sm_limits(target);
+  if (limits == nullptr) return missing_sm_limits(target);
   const int warps = config.at("warps"), min_blocks = config.at("min_blocks");
-  // The register file (64 Ki per SM) shared by min_blocks CTAs: below ~160 per thread the score, PV
-  // and output accumulators (3 x 64 for D = 128) no longer fit and ptxas spills or gives up.
-  const int register_cap = 65536 / (min_blocks * warps * 32);
+  // The register file shared by min_blocks CTAs: below ~160 per thread the score, PV and output
+  // accumulators (3 x 64 for D = 128) no longer fit and ptxas spills or gives up.
+  const int register_cap = limits->registers_per_sm / (min_blocks * warps * 32);
   if (register_cap < 160)
     return fmt::format("min_blocks {} x warps {} caps registers at {} per thread (< 160)", min_blocks, warps,
                        register_cap);
-  // With tma, the stages' mbarriers are static shared memory, which ptxas pads to 1 KiB because the
-  // dynamic tiles that follow are declared 1 KiB-aligned.
+  // min_blocks CTAs resident at once: each takes its shared memory plus the system's reserve; with tma
+  // the stages' mbarriers are static shared memory, which ptxas pads to 1 KiB because the dynamic
+  // tiles that follow are declared 1 KiB-aligned.
   const unsigned bytes = shared_bytes(config, spec.head_dim) + (config.at("tma") != 0 ? 1024u : 0u);
-  if (bytes * static_cast<unsigned>(min_blocks) > 227u * 1024u)
-    return fmt::format("shared memory {} KiB x min_blocks {} > 227 KiB per SM", bytes / 1024, min_blocks);
+  if ((bytes + limits->reserved_per_block) * static_cast<unsigned>(min_blocks) > limits->shared_per_sm)
+    return fmt::format("shared memory {} KiB (+{} KiB reserved) x min_blocks {} > {} KiB per SM", bytes / 1024,
+                       limits->reserved_per_block / 1024, min_blocks, limits->shared_per_sm / 1024);
   return {};
 }
 

@@ -1,7 +1,7 @@
 // Descriptors of the matrix-instruction layout probes (kernel_src/probe_gfx12.hip,
 // kernel_src/probe_sm80.cu) that sagejit-selftest runs before anything else. Family "probe"; no tile
-// parameters; one wave/warp.
-#include "jit/kernel_desc.hpp"
+// parameters; one wave/warp. The gfx12 probe builds for the gfx12 attention kernel's targets.
+#include "kernels/attention_gfx12_desc.hpp"
 
 namespace sagejit {
 namespace {
@@ -19,7 +19,7 @@ extern const KernelDesc probe_gfx12_kernel{
     .family = "probe",
     .source_path = "probe_gfx12.hip",
     .entries = {"sj_probe_gfx12", "sj_probe_gfx12_fp8_accumulation"},
-    .targets = {{.vendor = Vendor::amd, .archs = {"gfx1200", "gfx1201"}}},
+    .targets = {gfx12_targets},
     .geometry = one_wave,
 };
 

@@ -5,27 +5,7 @@
 
 namespace sagejit {
 
-// Adding a kernel: declare its descriptor here (defined in kernels/<name>_desc.cpp) ...
-extern const KernelDesc attention_gfx12_kernel;  // attention_gfx12_desc.cpp (RDNA4 WMMA)
-extern const KernelDesc prepare_kernel;         // prepare_desc.cpp (both vendors)
-extern const KernelDesc attention_sm80_kernel;  // attention_sm80_desc.cpp (NVIDIA mma.sync)
-extern const KernelDesc attention_sm90_kernel;  // attention_sm90_desc.cpp (NVIDIA Hopper wgmma)
-extern const KernelDesc probe_gfx12_kernel;  // matrix-layout probes of sagejit-selftest (probe_desc.cpp)
-extern const KernelDesc probe_sm80_kernel;
-
-const std::vector<const KernelDesc*>& all_kernels() {
-  static const std::vector<const KernelDesc*> kernels{
-      // ... and add it to this list.
-      &jit_probe_kernel,
-      &attention_gfx12_kernel,
-      &prepare_kernel,
-      &attention_sm80_kernel,
-      &attention_sm90_kernel,
-      &probe_gfx12_kernel,
-      &probe_sm80_kernel,
-  };
-  return kernels;
-}
+// all_kernels() is generated from the descriptors (kernels/*_desc.cpp) by cmake/KernelList.cmake.
 
 namespace {
 

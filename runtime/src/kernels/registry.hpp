@@ -1,7 +1,8 @@
 #pragma once
 // Every kernel the library knows, as an explicit list (no static-initialisation self-registration:
 // the order is deterministic and a descriptor cannot be dropped by the linker), and the one place
-// that resolves a family + target + config to a kernel.
+// that resolves a family + target + config to a kernel. The list is generated at build time from
+// the descriptors of kernels/*_desc.cpp (cmake/KernelList.cmake), in file name order.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,6 +11,7 @@
 
 namespace sagejit {
 
+// Defined in the generated kernel_list.cpp: every `extern const KernelDesc <name>{` of kernels/*_desc.cpp.
 const std::vector<const KernelDesc*>& all_kernels();
 
 // The kernel of `family` ("attention", "prepare", "jit_probe") that builds for `target` ("sm_90",

@@ -1,5 +1,5 @@
 #pragma once
-// File operations that another user cannot turn against us (DESIGN.md section 7): reading opens
+// File operations that another user cannot turn against us (docs/CACHE.md, "Trust"): reading opens
 // without following a symlink and without blocking, and accepts only a regular file of bounded size
 // (a FIFO or a device named like a file never hangs or floods the caller); writing creates a temp file
 // with an unpredictable name (O_CREAT|O_EXCL|O_NOFOLLOW) and renames it into place (rename replaces

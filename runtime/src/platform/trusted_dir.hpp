@@ -1,8 +1,8 @@
 #pragma once
 // Whether a directory or file may be trusted with executable code: the one rule for the code-object
 // caches (cache/cache_location), the tools' output directories and the GPU runtime libraries that
-// platform/runtime_discovery loads (DESIGN.md section 7: a directory or file another user could have
-// written is refused).
+// platform/runtime_discovery loads (docs/CACHE.md, "Trust": a directory or file another user could
+// have written is refused).
 #include <sys/stat.h>
 
 #include <filesystem>

@@ -1,5 +1,5 @@
 #pragma once
-// Accuracy of an output against a reference (DESIGN.md section 4): cosine similarity, relative L1
+// Accuracy of an output against a reference (docs/NUMERICS.md, "Oracles"): cosine similarity, relative L1
 // (sum|a - ref| / sum|ref|), RMSE, max abs error, and the number of non-finite values in the output.
 // Non-finite outputs are not skipped: they propagate into the other figures (so a NaN can never
 // pass a threshold) and are counted separately.

@@ -1,5 +1,5 @@
 #pragma once
-// Seeded random inputs for the oracles' tests (DESIGN.md section 4: normal values, K with large
+// Seeded random inputs for the oracles' tests (docs/NUMERICS.md, "Oracles": normal values, K with large
 // per-channel offsets, rows of equal values). Values are rounded to the tensor's dtype (RNE).
 #include <random>
 

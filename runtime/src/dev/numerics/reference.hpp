@@ -1,6 +1,6 @@
 #pragma once
 // Exact attention in fp64: softmax(q k^T sm_scale) v with causal (top-left) masking and GQA, and its
-// natural-log LSE. The quality oracle (DESIGN.md section 4): inputs are widened exactly, everything
+// natural-log LSE. The quality oracle (docs/NUMERICS.md, "Oracles"): inputs are widened exactly, everything
 // else is fp64.
 #include <cmath>
 #include <limits>
