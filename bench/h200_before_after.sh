@@ -6,6 +6,7 @@
 #   bench/h200_before_after.sh <before-src> <after-src> <deps-prefix> <out-dir>
 # Kernel speed alone (only bench_attention is built, no tests), two rounds:
 #   BENCH_ONLY=1 ROUNDS=2 bench/h200_before_after.sh <before-src> <after-src> <deps-prefix> <out-dir>
+# Tests of one tree only (the other's already ran in this lease): TEST_TREES=after.
 # <deps-prefix>: bench/h200_build.sh.
 set -uo pipefail
 before=$(realpath "$1") after=$(realpath "$2") deps=$(realpath "$3") out=$4
@@ -16,7 +17,7 @@ targets=()
 sj_build "$before" /tmp/sj-before "$deps" "${targets[@]}" >"$out/build-before.log" 2>&1 & b1=$!
 sj_build "$after" /tmp/sj-after "$deps" "${targets[@]}" >"$out/build-after.log" 2>&1 & b2=$!
 wait $b1; echo "build before rc=$?"; wait $b2; echo "build after rc=$?"
-for tree in before after; do
+for tree in ${TEST_TREES:-before after}; do
   [[ ${BENCH_ONLY:-0} == 1 ]] && break
   src=$before; [[ $tree == after ]] && src=$after
   (cd /tmp/sj-$tree && ctest -L gpu -V -j 4) >"$out/gpu-tests-$tree.log" 2>&1

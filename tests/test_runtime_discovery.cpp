@@ -112,8 +112,7 @@ void require_nothing_loaded() {
 
 int stub_version(const DiscoveredLibrary& chosen) {
   REQUIRE_MESSAGE(chosen.library, chosen.error);
-  int (*version)() = nullptr;
-  chosen.library->resolve(version, "sagejit_stub_version");
+  const auto version = reinterpret_cast<int (*)()>(chosen.library->symbol("sagejit_stub_version"));
   return version();
 }
 
