@@ -148,6 +148,10 @@ TEST_CASE("the arch must match a file named after an arch; aliases are well form
   CHECK(is_arch_name("gfx90a"));
   CHECK_FALSE(is_arch_name("sm_"));
   CHECK_FALSE(is_arch_name("gfx1201:xnack-"));
+  // The same forms as core/target (one rule): sm_100f is a processor, sm_9 and gfx12g are not.
+  CHECK(is_arch_name("sm_100f"));
+  CHECK_FALSE(is_arch_name("sm_9"));
+  CHECK_FALSE(is_arch_name("gfx12g"));
 }
 
 TEST_CASE("malformed JSON: the parse error position, duplicate keys and excessive nesting") {

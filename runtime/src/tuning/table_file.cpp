@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/kernel_inputs.hpp"
+#include "core/target.hpp"
 
 namespace sagejit {
 namespace {
@@ -299,17 +300,8 @@ class Validator {
 }  // namespace
 
 bool is_arch_name(std::string_view name) {
-  auto all = [](std::string_view s, auto pred) {
-    return !s.empty() && std::all_of(s.begin(), s.end(), [&](char c) { return pred(static_cast<unsigned char>(c)); });
-  };
-  if (name.starts_with("sm_")) {
-    std::string_view digits = name.substr(3);
-    if (digits.ends_with('a')) digits.remove_suffix(1);
-    return all(digits, [](unsigned char c) { return std::isdigit(c) != 0; });
-  }
-  if (name.starts_with("gfx"))
-    return all(name.substr(3), [](unsigned char c) { return std::isdigit(c) != 0 || (c >= 'a' && c <= 'f'); });
-  return false;
+  // A target of core/target's forms without feature suffixes: a table names a processor.
+  return is_nvidia_target(name) || (is_amd_target(name) && target_arch(name) == name);
 }
 
 nlohmann::json parse_table_json(std::string_view text, const std::string& source) {

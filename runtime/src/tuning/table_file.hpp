@@ -78,7 +78,7 @@ TableFile validate_table(const nlohmann::json& document, const std::string& sour
 // parse_table_json + validate_table.
 TableFile parse_table(std::string_view text, const std::string& source);
 
-// True for "sm_<digits>[a]" and "gfx<hex digits>".
+// True for a processor name in core/target's forms, without feature suffixes ("sm_90a", "gfx1201").
 bool is_arch_name(std::string_view name);
 
 }  // namespace sagejit
