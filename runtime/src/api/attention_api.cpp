@@ -2,6 +2,7 @@
 // workspace, enqueue; and the API's part in choosing the GPU runtime libraries, the host's search
 // directories (set_library_search_dirs; the rule itself is platform/runtime_discovery).
 #include <cstdint>
+#include <memory>
 
 #include "api/attention_problem.hpp"
 #include "api/device_support.hpp"
@@ -10,17 +11,19 @@
 #include "core/error.hpp"
 #include "jit/jit.hpp"
 #include "plan/attention_runner.hpp"
+#include "plan/plan_cache.hpp"
 #include "platform/runtime_discovery.hpp"
 #include "sagejit/sagejit.hpp"
 
 namespace sagejit {
 namespace {
 
-// A validated call on its device with its plan (kernels, configs, workspace) for the device's target.
+// A validated call on its device with its plan (kernels, configs, workspace) for the device's target,
+// planned once per signature (plan/plan_cache.hpp).
 struct PreparedCall {
   AttentionProblem problem;
   CallDevice device;
-  AttentionPlan plan;
+  std::shared_ptr<const AttentionPlan> plan;
 };
 
 PreparedCall prepare_call(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView* out,
@@ -28,7 +31,7 @@ PreparedCall prepare_call(const TensorView& q, const TensorView& k, const Tensor
   PreparedCall call;
   call.problem = out != nullptr ? validate_attention(q, k, v, *out, options) : validate_attention_inputs(q, k, v, options);
   call.device = resolve_device(call.problem.device);
-  call.plan = plan_attention(call.problem.call, device_target(*call.device.backend, call.problem.device));
+  call.plan = cached_plan(call.problem.call, device_target(*call.device.backend, call.problem.device));
   return call;
 }
 
@@ -46,21 +49,21 @@ Support supports(const TensorView& q, const TensorView& k, const TensorView& v, 
 
 std::size_t workspace_size(const TensorView& q, const TensorView& k, const TensorView& v,
                            const AttentionOptions& options) {
-  return prepare_call(q, k, v, nullptr, options).plan.workspace.total_bytes;
+  return prepare_call(q, k, v, nullptr, options).plan->workspace.total_bytes;
 }
 
 void attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                const AttentionOptions& options, void* stream) {
   const PreparedCall call = prepare_call(q, k, v, &out, options);
   const WorkspacePool::Lease lease = workspace_pool().acquire(*call.device.backend, call.problem.device, stream,
-                                                              call.plan.workspace.total_bytes);
-  run_attention(*call.device.backend, call.problem.device, call.plan, call.problem.call, lease.data(), stream);
+                                                              call.plan->workspace.total_bytes);
+  run_attention(*call.device.backend, call.problem.device, *call.plan, call.problem.call, lease.data(), stream);
 }
 
 void attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                const AttentionOptions& options, void* stream, Workspace workspace) {
   const PreparedCall call = prepare_call(q, k, v, &out, options);
-  const std::size_t needed = call.plan.workspace.total_bytes;
+  const std::size_t needed = call.plan->workspace.total_bytes;
   if (workspace.data == nullptr)
     fail(ErrorCode::invalid_argument, "workspace.data is null; pass a device buffer of at least {} bytes", needed);
   if (workspace.bytes < needed)
@@ -69,7 +72,7 @@ void attention(const TensorView& q, const TensorView& k, const TensorView& v, co
   if (reinterpret_cast<std::uintptr_t>(workspace.data) % WorkspaceLayout::alignment != 0)
     fail(ErrorCode::invalid_argument, "workspace.data {} is not aligned to {} bytes", workspace.data,
          WorkspaceLayout::alignment);
-  run_attention(*call.device.backend, call.problem.device, call.plan, call.problem.call, workspace.data, stream);
+  run_attention(*call.device.backend, call.problem.device, *call.plan, call.problem.call, workspace.data, stream);
 }
 
 void release_workspaces() { workspace_pool().release_all(); }
