@@ -10,10 +10,9 @@ deps=$(realpath "$1") sage=$(realpath "$2") out=$(realpath -m "$3")
 shift 3
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
+source "$here/h200_build.sh"
 if [[ -z "${SAGEJIT_LIBRARY:-}" ]]; then
-  cmake -S "$here/.." -B /tmp/sj-anchor -G Ninja -DCMAKE_BUILD_TYPE=Release -DSAGEJIT_BUILD_TESTS=OFF \
-    -DSAGEJIT_BUILD_TOOLS=OFF -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_INCLUDE_PATH="$deps/usr/include" >/dev/null
-  cmake --build /tmp/sj-anchor --target sagejit >/dev/null
+  sj_build "$here/.." /tmp/sj-anchor "$deps" -DSAGEJIT_BUILD_TESTS=OFF -DSAGEJIT_BUILD_TOOLS=OFF --target sagejit >/dev/null
   export SAGEJIT_LIBRARY=/tmp/sj-anchor/runtime/libsagejit.so
 fi
 if [[ $(ls "$sage"/sageattention/_qattn_sm90*.so "$sage"/sageattention/_fused*.so 2>/dev/null | wc -l) -lt 2 ]]; then

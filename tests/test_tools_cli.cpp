@@ -21,6 +21,7 @@
 
 #include <doctest/doctest.h>
 
+#include "random_support.hpp"
 #include "skip_support.hpp"
 #include <fmt/format.h>
 
@@ -538,9 +539,8 @@ TEST_CASE("precompile --dry-run counts only valid entries as cached: a truncated
   INFO(truncated.output);
   CHECK(truncated.output.find("1 to compile (1 over a bad entry), 0 already cached") != std::string::npos);
   CHECK(truncated.output.find("to compile (bad entry: ") != std::string::npos);
-  std::mt19937 random(std::random_device{}());
   std::string noise(size, '\0');
-  for (char& c : noise) c = static_cast<char>(random());
+  for (char& c : noise) c = static_cast<char>(sagejit::test::logged_rng()());  // seed logged, replayable
   write_text_file(entries[0], noise);
   const RunResult garbage = run(SAGEJIT_TOOL_PRECOMPILE, arguments + " --dry-run");
   INFO(garbage.output);

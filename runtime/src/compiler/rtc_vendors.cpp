@@ -91,12 +91,6 @@ std::optional<RtcVersion> parse_file_version(const std::string& text) {
   return result;
 }
 
-std::string directory_of(const std::string& path) {
-  std::error_code error;
-  const auto resolved = std::filesystem::canonical(path, error);
-  return (error ? std::filesystem::path(path) : resolved).parent_path().string();
-}
-
 RtcVersion hiprtc_rocm_version_impl(const DynamicLibrary& library, const DynamicLibrary* hip_runtime) {
   // hiprtcVersion() is no help: ROCm's implementation answers a fixed 9.0, and hipRTC's ELF has no
   // version data (no version definitions, no .comment). The ROCm version comes from, in order:
@@ -109,18 +103,14 @@ RtcVersion hiprtc_rocm_version_impl(const DynamicLibrary& library, const Dynamic
   // 4. a major version alone from the name (libhiprtc.so.7);
   // else it is unknown, which is not "too old" (cannot_build lets the compile decide).
   if (auto inside = hip_runtime_version_of(library)) return *inside;
-  std::optional<RtcVersion> major_only;
-  std::error_code error;
-  const auto resolved = std::filesystem::canonical(library.path(), error);
-  for (const std::string& name : {library.path(), error ? std::string() : resolved.string()}) {
-    if (name.empty()) continue;
-    const auto parsed = parse_file_version(soname_version(name));
-    if (parsed && parsed->minor >= 0) return *parsed;
-    if (parsed && !major_only) major_only = parsed;
-  }
-  if (hip_runtime != nullptr && directory_of(hip_runtime->path()) == directory_of(library.path()))
+  // DynamicLibrary::path() is the file the loaded name resolves to (symlinks followed), so its name
+  // is the one that carries the full version; both paths are canonical, so their directories compare.
+  const std::optional<RtcVersion> from_name = parse_file_version(soname_version(library.path()));
+  if (from_name && from_name->minor >= 0) return *from_name;
+  const auto directory = [](const DynamicLibrary& lib) { return std::filesystem::path(lib.path()).parent_path(); };
+  if (hip_runtime != nullptr && directory(*hip_runtime) == directory(library))
     if (auto same_rocm = hip_runtime_version_of(*hip_runtime)) return *same_rocm;
-  if (major_only) return *major_only;
+  if (from_name) return *from_name;
   return {0, -1, "unknown"};
 }
 
