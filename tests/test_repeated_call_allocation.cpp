@@ -7,15 +7,14 @@
 #include <doctest/doctest.h>
 
 #include <array>
-#include <atomic>
-#include <cstdlib>
 #include <cstring>
-#include <new>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "api/attention_problem.hpp"
 #include "api/workspace_pool.hpp"
+#include "allocation_counter.hpp"
 #include "api_test_support.hpp"
 #include "cache/code_cache.hpp"
 #include "cache_test_support.hpp"
@@ -24,48 +23,6 @@
 #include "jit/jit.hpp"
 #include "plan/attention_runner.hpp"
 #include "plan/plan_cache.hpp"
-
-namespace {
-
-// Counts the calling thread's allocations while `counting` is set (other threads, e.g. doctest's, are
-// not counted).
-thread_local bool counting = false;
-std::atomic<long> counted_allocations{0};
-
-void* allocate_counted(std::size_t bytes, std::size_t alignment) {
-  if (counting) ++counted_allocations;
-  void* pointer = alignment <= alignof(std::max_align_t)
-                      ? std::malloc(bytes == 0 ? 1 : bytes)
-                      : std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
-  if (pointer == nullptr) throw std::bad_alloc();
-  return pointer;
-}
-
-}  // namespace
-
-void* operator new(std::size_t bytes) { return allocate_counted(bytes, 0); }
-void* operator new[](std::size_t bytes) { return allocate_counted(bytes, 0); }
-void* operator new(std::size_t bytes, std::align_val_t alignment) {
-  return allocate_counted(bytes, static_cast<std::size_t>(alignment));
-}
-void* operator new[](std::size_t bytes, std::align_val_t alignment) {
-  return allocate_counted(bytes, static_cast<std::size_t>(alignment));
-}
-void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept {
-  try {
-    return allocate_counted(bytes, 0);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void operator delete(void* pointer) noexcept { std::free(pointer); }
-void operator delete[](void* pointer) noexcept { std::free(pointer); }
-void operator delete(void* pointer, std::size_t) noexcept { std::free(pointer); }
-void operator delete[](void* pointer, std::size_t) noexcept { std::free(pointer); }
-void operator delete(void* pointer, std::align_val_t) noexcept { std::free(pointer); }
-void operator delete[](void* pointer, std::align_val_t) noexcept { std::free(pointer); }
-void operator delete(void* pointer, std::size_t, std::align_val_t) noexcept { std::free(pointer); }
-void operator delete[](void* pointer, std::size_t, std::align_val_t) noexcept { std::free(pointer); }
 
 using namespace sagejit;
 using namespace sagejit::test;
@@ -216,11 +173,9 @@ TEST_CASE("a repeated call allocates nothing on the host and launches with its o
     for (std::uintptr_t repeat = 1; repeat <= 3; ++repeat) {
       const ValidCall again = moved(call, repeat);
       device.seen_count = 0;
-      counted_allocations = 0;
-      counting = true;
+      test::AllocationCount allocations;
       const AttentionPlan* repeated = pipeline.run(again);
-      counting = false;
-      CHECK(counted_allocations.load() == 0);
+      CHECK(allocations.stop() == 0);
       CHECK(repeated == plan);
       // stats (when gathered), finalize, quantize, attention; prepare reads the call's own q.
       const std::size_t launches = plan->gather_stats() ? 4 : 3;
@@ -232,12 +187,11 @@ TEST_CASE("a repeated call allocates nothing on the host and launches with its o
 }
 
 TEST_CASE("the counting operator new counts (the check above can fail)") {
-  counted_allocations = 0;
-  counting = true;
+  test::AllocationCount allocations;
   std::string grown(100, 'x');  // past the small-string buffer: one allocation
   const std::vector<int> numbers(10, 1);
-  counting = false;
+  const auto aligned = std::make_unique<std::array<std::max_align_t, 4>>();
+  CHECK(allocations.stop() == 3);
   CHECK(grown.size() == 100);
   CHECK(numbers.size() == 10);
-  CHECK(counted_allocations.load() == 2);
 }
