@@ -18,7 +18,7 @@ source "$after/bench/h200_build.sh"
 cp "$after/bench/bench_host_cost.cpp" "$before/bench/"
 sj_build "$before" /tmp/hc-before "$deps" -DSAGEJIT_BUILD_TESTS=OFF -DSAGEJIT_BUILD_TOOLS=OFF \
   --target sagejit bench_host_cost >"$out/build-before.log" 2>&1 & b1=$!
-sj_build "$after" /tmp/hc-after "$deps" -DSAGEJIT_BUILD_TOOLS=OFF \
+sj_build "$after" /tmp/hc-after "$deps" \
   --target sagejit bench_host_cost test_gpu_repeated_call_allocation >"$out/build-after.log" 2>&1 & b2=$!
 wait $b1; echo "build before rc=$?"; wait $b2; echo "build after rc=$?"
 export SAGEJIT_CACHE_DIR=/tmp/hc-cache SAGEJIT_LOG=warn PYTHONUNBUFFERED=1

@@ -12,10 +12,16 @@ _KERNEL_TORCH_NAMES = ", ".join(f"torch.{TORCH_NAMES[dtype]}" for dtype in KERNE
 DEVICE_TYPES = ("cuda", "cpu")
 
 
+_codes_by_dtype = {}  # the same by torch dtype, filled as dtypes are seen (a call does no str())
+
+
 def dtype_code(dtype, name):
-    code = _DTYPE_CODES.get(str(dtype))
+    code = _codes_by_dtype.get(dtype)
     if code is None:
-        raise UnsupportedCall(f"{name}.dtype {dtype} is not one of [{_KERNEL_TORCH_NAMES}]")
+        code = _DTYPE_CODES.get(str(dtype))
+        if code is None:
+            raise UnsupportedCall(f"{name}.dtype {dtype} is not one of [{_KERNEL_TORCH_NAMES}]")
+        _codes_by_dtype[dtype] = code
     return code
 
 

@@ -5,7 +5,7 @@ import numbers
 from collections import namedtuple
 
 from ._library import SagejitError, Tensor, UnsupportedCall, check, last_error, library
-from ._torch_op import torch_op
+from ._torch_op import eager_attention, torch_op
 from ._torch_tensors import INVALID_ARGUMENT, check_tensor, dtype_code, to_c_tensor
 
 _LAYOUTS = {"HND": 0, "NHD": 1}
@@ -78,7 +78,8 @@ def layout_code(tensor_layout):
 
 
 def _check_call(q, k, v, tensor_layout, attn_mask, dropout_p):
-    """The checks Python makes before the op (traceable by torch.compile: no C calls here)."""
+    """The checks Python makes before the op (traceable by torch.compile: no C calls here); the layout code and
+    the device are then checked by the op's kernels (_op.check_op_arguments)."""
     import torch
 
     layout_code(tensor_layout)
@@ -91,9 +92,7 @@ def _check_call(q, k, v, tensor_layout, attn_mask, dropout_p):
     for tensor, name in ((q, "q"), (k, "k"), (v, "v")):
         check_tensor(tensor, name)
         dtype_code(tensor.dtype, name)
-    if k.device != q.device or v.device != q.device:
-        raise SagejitError(INVALID_ARGUMENT, f"q, k and v must be on one device (q: {q.device}, k: {k.device}, "
-                           f"v: {v.device})")
+    # One device for q, k and v: the op's own check (_op.check_op_arguments), which every path runs.
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         raise UnsupportedCall("a gradient: q, k or v requires grad, and sagejit has no backward (inference only); "
                               "call it under torch.no_grad() / torch.inference_mode(), or use torch SDPA to train")
@@ -112,18 +111,26 @@ def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, retur
     the natural log-sum-exp of the scaled scores, fp32 [B, Hq, Nq] (what torch.logsumexp gives).
 
     Runs torch.ops.sagejit.sageattn on the current stream with torch's caching allocator: it traces
-    under torch.compile(fullgraph=True) and records into CUDA/HIP graphs.
+    under torch.compile(fullgraph=True) and records into CUDA/HIP graphs. In eager mode on plain CUDA
+    tensors (no torch function or dispatch mode active) it calls the op's kernel without the dispatcher
+    and the autograd wrapper, allocating the output, the LSE and the workspace as one block.
     Callers' keywords: attn_mask=None and dropout_p=0.0 are accepted; a real mask, dropout, or inputs
     that need a gradient raise sagejit.UnsupportedCall (catch it to fall back). SageAttention's
     kernel-selection keywords (qk_quant_gran, qk_quant_dtype, pv_accum_dtype, smooth_v) are checked
     against SageAttention's values and otherwise do not change the computation.
     """
     sageattn_op = torch_op()
-    _check_keywords(kwargs)
+    if kwargs:
+        _check_keywords(kwargs)
     sm_scale = _resolve_scale(sm_scale, scale)
     _check_call(q, k, v, tensor_layout, attn_mask, dropout_p)
-    out, lse = sageattn_op(q, k, v, _LAYOUTS[tensor_layout], bool(is_causal), sm_scale, bool(smooth_k),
-                           bool(return_lse))
+    can_attend_eagerly, attend_eager = eager_attention()
+    if can_attend_eagerly(q, k, v):  # (inputs that need a gradient were refused above)
+        out, lse = attend_eager(q, k, v, _LAYOUTS[tensor_layout], bool(is_causal), sm_scale, bool(smooth_k),
+                                bool(return_lse))
+    else:
+        out, lse = sageattn_op(q, k, v, _LAYOUTS[tensor_layout], bool(is_causal), sm_scale, bool(smooth_k),
+                               bool(return_lse))
     return (out, lse) if return_lse else out
 
 
@@ -136,8 +143,9 @@ def supports(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, retur
         _check_keywords(kwargs)
         sm_scale = _resolve_scale(sm_scale, scale)
         _check_call(q, k, v, tensor_layout, attn_mask, dropout_p)
-        from ._op import _options
+        from ._op import _options, check_op_arguments
 
+        check_op_arguments(q, k, v, _LAYOUTS[tensor_layout])
         options = _options(_LAYOUTS[tensor_layout], is_causal, sm_scale, smooth_k)
         options.lse = q.data_ptr() if return_lse else None
         cq, ck, cv = (to_c_tensor(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v")))
