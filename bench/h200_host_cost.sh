@@ -7,7 +7,8 @@
 # 2. Nothing else running, the trees alternating: bench_host_cost (C++) and bench/python_op_host.py
 #    (Python, one process per tree: PYTHONPATH and SAGEJIT_LIBRARY name it).
 # 3. The after tree's checks: that test, and the Python op tests (test_op_gpu.py: fullgraph,
-#    reduce-overhead, graph capture, the eager call) with test_sageattn_gpu.py's bf16 D128 cases.
+#    reduce-overhead, graph capture, the eager call) and test_sageattn_gpu.py's LSE, strided, GQA and
+#    stream cases.
 # 4. The benches again, and the first call of a new process from the disk cache both trees filled
 #    (one cache: the kernel sources agree).
 # After each stage bench/host_cost_table.py writes the table (host-cost.md) and every figure
@@ -38,10 +39,10 @@ bench_round() {  # round number, then python_op_host.py's first-call arguments
   local round=$1; shift
   for tree in before after; do
     local src=$before; [[ $tree == after ]] && src=$after
-    /tmp/hc-$tree/bench/bench_host_cost --label "$tree" >"$out/cpp-$tree-$round.json" 2>"$out/cpp-$tree-$round.txt"
+    /tmp/hc-$tree/bench/bench_host_cost --label "$tree" --rounds 25 >"$out/cpp-$tree-$round.json" 2>"$out/cpp-$tree-$round.txt"
     echo "$tree cpp round $round rc=$?"
     PYTHONPATH="$src/python" SAGEJIT_LIBRARY=/tmp/hc-$tree/runtime/libsagejit.so \
-      python3 "$after/bench/python_op_host.py" --label "$tree" "$@" --json "$out/py-$tree-$round.json" \
+      python3 "$after/bench/python_op_host.py" --label "$tree" --rounds 25 "$@" --json "$out/py-$tree-$round.json" \
       >"$out/py-$tree-$round.txt" 2>&1
     echo "$tree python round $round rc=$?"
   done
@@ -51,7 +52,8 @@ checkpoint "round 1"
 /tmp/hc-after/tests/test_gpu_repeated_call_allocation >"$out/test-gpu-after.log" 2>&1
 echo "after: test_gpu_repeated_call_allocation rc=$? ($(grep -E 'assertions' "$out/test-gpu-after.log"))"
 (cd "$after/python" && SAGEJIT_LIBRARY=/tmp/hc-after/runtime/libsagejit.so python3 -m pytest -q -p no:cacheprovider \
-  tests/test_op_gpu.py tests/test_sageattn_gpu.py -k "not test_matches_sdpa or (bfloat16 and 128)") \
+  tests/test_op_gpu.py tests/test_sageattn_gpu.py::test_return_lse tests/test_sageattn_gpu.py::test_strided_views_of_a_packed_qkv \
+  tests/test_sageattn_gpu.py::test_gqa tests/test_sageattn_gpu.py::test_runs_on_the_current_stream) \
   >"$out/python-tests-after.log" 2>&1
 echo "after: python GPU tests rc=$? ($(tail -1 "$out/python-tests-after.log"))"
 checkpoint "tests"

@@ -74,7 +74,7 @@ def main():
     lines = [f"# Host cost per attention call, before/after (issue 24), one run on {device}", "",
              f"Command: `{args.command}`", "",
              "Per call, bf16 HND, dense, inference (torch.no_grad()); each figure is the mean of the rounds run, each "
-             "round the median of 41 x 50 calls (host: the issuing thread's wall time, no sync inside a round; "
+             "round the median of its rounds of 50 calls (host: the issuing thread's wall time, no sync inside a round; "
              "GPU: device events around 50 back-to-back calls queued behind torch.cuda._sleep). Same process per "
              "tree for the Python rows (SDPA measured beside each tree's sagejit).", ""]
     targets = []
