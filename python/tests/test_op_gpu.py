@@ -119,6 +119,7 @@ def _allocations():
 
 @pytest.mark.parametrize("return_lse", [False, True])
 def test_eager_call_is_one_allocation_with_the_ops_results(seed, return_lse):
+    # 300 tokens (padded to 384): a workspace just over twice the output, under 16 MiB.
     q, k, v = _inputs(seed, shape=(2, 4, 300, 128))
     with torch.no_grad():
         expected = torch.ops.sagejit.sageattn(q, k, v, 0, True, None, True, return_lse)
@@ -141,9 +142,9 @@ def test_eager_call_is_one_allocation_with_the_ops_results(seed, return_lse):
 
 
 def test_eager_call_of_a_large_workspace_allocates_it_apart(seed):
-    # Short queries, long keys: the workspace is many times the output, so it is not kept with it.
-    q = _inputs(seed, shape=(1, 2, 64, 128))[0]
-    k, v = _inputs(seed + 1, shape=(1, 2, 8192, 128))[:2]
+    # Short queries, long keys: the workspace (> 16 MiB) is many times the output, so it is not kept with it.
+    q = _inputs(seed, shape=(1, 8, 64, 128))[0]
+    k, v = _inputs(seed + 1, shape=(1, 8, 32768, 128))[:2]
     with torch.no_grad():
         expected = torch.ops.sagejit.sageattn(q, k, v, 0, False, None, True, False)[0]
         sageattn(q, k, v)
