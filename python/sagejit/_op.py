@@ -48,7 +48,10 @@ def check_op_arguments(q, k, v, layout):
     k and v (else the Meta key of a meta input would run the fake kernel and return empty memory)."""
     if isinstance(layout, bool) or not isinstance(layout, int) or layout not in (0, 1):
         raise SagejitError(INVALID_ARGUMENT, f"layout {layout!r} is not 0 (HND) or 1 (NHD)")
-    if k.device != q.device or v.device != q.device:
+    # Three CUDA tensors of one index are on one device (bools and ints, cheaper than comparing devices);
+    # anything else is compared device by device.
+    same_cuda = q.is_cuda and k.is_cuda and v.is_cuda and q.get_device() == k.get_device() == v.get_device()
+    if not same_cuda and (k.device != q.device or v.device != q.device):
         raise SagejitError(INVALID_ARGUMENT, f"q, k and v must be on one device (q: {q.device}, k: {k.device}, "
                            f"v: {v.device})")
 

@@ -34,7 +34,8 @@ def check_tensor(tensor, name):
         raise SagejitError(INVALID_ARGUMENT,
                            f"{name} has {tensor.dim()} dimensions (shape {tuple(tensor.shape)}); sagejit takes 4-D "
                            "tensors ([B, H, N, D] for HND, [B, N, H, D] for NHD)")
-    if tensor.device.type not in DEVICE_TYPES:
+    # is_cuda first: a bool, where tensor.device.type builds a device and a string (a call's hot path).
+    if not tensor.is_cuda and tensor.device.type not in DEVICE_TYPES:
         raise UnsupportedCall(f"{name} is on {tensor.device}; sagejit runs on CUDA or ROCm devices (torch device "
                               "'cuda') and emulates on 'cpu'")
 
