@@ -109,13 +109,27 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p) {
   }
 }
 
-// Block-wide max|x| (NaN-propagating) through shared memory in two levels and two barriers (a tree
-// took log2(threads) + 1 barriers): 32 partial maxima of SJ_THREADS / 32 values each, then every
-// thread reads the 32. max is exact and NaN propagates in any order, so the order does not matter.
-SJ_DEVICE float sj_block_amax(float amax, float* scratch) {
-  constexpr int per_partial = SJ_THREADS / 32;
+// Block-wide max|x| (NaN-propagating) of the threads' magnitude bits (x & 0x7fffffff: for
+// non-negative floats the integer order is the float order, and every NaN pattern is above +inf).
+// NVIDIA sm_80 and later: one redux.sync per warp, the warps' maxima in scratch[SJ_THREADS ..], one
+// barrier. Elsewhere: two levels through shared memory and two barriers, in floats. max is exact and NaN
+// propagates in any order, so the result is the block's amax either way (a NaN block: some NaN).
+// scratch[0 .. SJ_THREADS) is free once it returns.
+SJ_DEVICE float sj_block_amax(sj_u32 magnitude_bits, float* scratch) {
   const int tid = (int)sj_thread_x();
-  scratch[tid] = amax;
+#if defined(SJ_NVIDIA) && __CUDA_ARCH__ >= 800
+  constexpr int warps = SJ_THREADS / 32;
+  sj_u32* partial = (sj_u32*)(scratch + SJ_THREADS);
+  const sj_u32 warp_max = __reduce_max_sync(0xffffffffu, magnitude_bits);
+  if ((tid & 31) == 0) partial[tid >> 5] = warp_max;
+  sj_barrier();
+  sj_u32 result = partial[0];
+#pragma unroll
+  for (int i = 1; i < warps; ++i) result = partial[i] > result ? partial[i] : result;
+  return sj_bit_cast<float>(result);
+#else
+  constexpr int per_partial = SJ_THREADS / 32;
+  scratch[tid] = sj_bit_cast<float>(magnitude_bits);
   sj_barrier();
   if (tid < 32) {
     float partial = scratch[tid * per_partial];
@@ -127,7 +141,8 @@ SJ_DEVICE float sj_block_amax(float amax, float* scratch) {
   float result = scratch[SJ_THREADS];
 #pragma unroll
   for (int i = 1; i < 32; ++i) result = sj_amax_update(result, scratch[SJ_THREADS + i]);
-  return result;  // scratch[0 .. SJ_THREADS) is free again; the partials stay until the next call's barrier
+  return result;
+#endif
 }
 
 // 16 bytes moved as one vector access (8 bf16/fp16 inputs, 16 e4m3 or 8 fp16 outputs).
@@ -136,19 +151,25 @@ struct alignas(16) SjVec16 {
 };
 #define SJ_CHUNKS (SJ_D / 8)  // 8-channel chunks per row
 
-// Channels d0..d0+7 of one input row as floats: one 16-byte load when the row is 16-byte aligned
-// (`vector`, uniform per block), otherwise eight 2-byte loads (any even or odd strides).
+// Channels d0..d0+7 of one input row as their 16-bit values (channel i in half i of the 16 bytes):
+// one 16-byte load when the row is 16-byte aligned (`vector`, uniform per block), otherwise eight
+// 2-byte loads (any even or odd strides).
+SJ_DEVICE SjVec16 sj_load_raw_chunk(const void* input, sj_i64 offset, bool vector) {
+  if (vector) return *(const SjVec16*)((const sj_u16*)input + offset);
+  SjVec16 v;
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    v.word[i] = (sj_u32)((const sj_u16*)input)[offset + 2 * i] | ((sj_u32)((const sj_u16*)input)[offset + 2 * i + 1] << 16);
+  return v;
+}
+
+// The same chunk as floats.
 SJ_DEVICE void sj_load_chunk(const void* input, sj_i64 offset, bool vector, float (&out)[8]) {
-  if (vector) {
-    const SjVec16 v = *(const SjVec16*)((const sj_u16*)input + offset);
+  const SjVec16 v = sj_load_raw_chunk(input, offset, vector);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      out[2 * i] = sj_from_dtype((sj_u16)(v.word[i] & 0xFFFFu), SJ_DTYPE);
-      out[2 * i + 1] = sj_from_dtype((sj_u16)(v.word[i] >> 16), SJ_DTYPE);
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < 8; ++i) out[i] = sj_load_input(input, offset + i);
+  for (int i = 0; i < 4; ++i) {
+    out[2 * i] = sj_from_dtype((sj_u16)(v.word[i] & 0xFFFFu), SJ_DTYPE);
+    out[2 * i + 1] = sj_from_dtype((sj_u16)(v.word[i] >> 16), SJ_DTYPE);
   }
 }
 
@@ -159,7 +180,8 @@ SJ_DEVICE bool sj_rows_aligned(const void* input, sj_i64 base, sj_i64 stride_n) 
 
 // The int8 rows of one block from the registers of sj_quantize_rows (8 int8 per 8-byte store);
 // rows past the sequence are written as 0. kFast: sj_quantize_int8_by (the scale is
-// sj_divisor_fast and every x finite), else sj_quantize_int8.
+// sj_divisor_fast and every x finite): sj_int8_word of the quotient, the same code as
+// sj_quantize_int8_by; else sj_quantize_int8.
 template <bool kFast, int kPerThread>
 SJ_DEVICE void sj_store_int8_rows(const float (&x)[kPerThread][8], const SjDivisor& scale, int first_row, int seq,
                                   sj_i8* out) {
@@ -173,8 +195,9 @@ SJ_DEVICE void sj_store_int8_rows(const float (&x)[kPerThread][8], const SjDivis
     sj_u32 packed[2] = {0u, 0u};
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
-      const sj_i8 q = kFast ? sj_quantize_int8_by(x[k][i], scale) : sj_quantize_int8(x[k][i], scale.value);
-      packed[i >> 2] |= (sj_u32)(sj_u8)q << (8 * (i & 3));
+      const sj_u32 code = kFast ? sj_int8_word(sj_div_rn_by(x[k][i], scale))
+                                : (sj_u32)(sj_u8)sj_quantize_int8(x[k][i], scale.value);
+      packed[i >> 2] |= (code & 0xFFu) << (8 * (i & 3));
     }
     if (!valid) packed[0] = packed[1] = 0u;
     sj_u32* destination = (sj_u32*)(out + r * SJ_D + d0);  // 8-byte aligned: sections are 256-aligned
@@ -231,7 +254,7 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
       for (int i = 0; i < 8; ++i) x[k][i] = 0.0f;
     }
   }
-  const float amax = sj_block_amax(sj_bit_cast<float>(amax_bits), scratch);
+  const float amax = sj_block_amax(amax_bits, scratch);
   const float scale = sj_int8_scale(amax);
 
   const sj_i64 head_row0 = ((sj_i64)b * heads + head) * seq_pad;
@@ -249,7 +272,7 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
   if (is_q && p.want_lse_delta) {
     const int hk = head / (p.heads_q / p.heads_kv);
     const float* mean_k = p.k_mean + ((sj_i64)b * p.heads_kv + hk) * SJ_D;
-    float* partial = scratch;  // SJ_THREADS floats; sj_block_amax's last barrier freed it
+    float* partial = scratch;  // SJ_THREADS floats, free after sj_block_amax
 #pragma unroll
     for (int k = 0; k < per_thread; ++k) {
       const int item = tid + k * SJ_THREADS;
@@ -276,17 +299,41 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
   }
 }
 
-// Work items of the V store: (channel d, part), `parts` items per channel, each writing `slots`
-// consecutive slots; consecutive threads take consecutive channels (conflict-free shared reads).
-// SJ_D * parts == SJ_THREADS, so every thread has one item, and the part (tid / SJ_D) is uniform
-// per warp: it is made a template argument, so the slot -> key map is resolved at compile time.
-#define SJ_V_PARTS (SJ_THREADS > SJ_D ? SJ_THREADS / SJ_D : 1)
-#define SJ_V_SLOTS (SJ_QUANT_BLOCK / SJ_V_PARTS)  // 32, 16 or 8 slots per item
+// Work items of the V store: (channel pair, part). A thread takes two neighbouring channels, whose
+// 16-bit inputs of one key are one 32-bit shared-memory word, and SJ_V_SLOTS consecutive slots of
+// them; consecutive threads take consecutive pairs (conflict-free reads). SJ_V_PAIRS * SJ_V_PARTS ==
+// SJ_THREADS, so every thread has one item, and the part (tid / SJ_V_PAIRS) is uniform per warp: it is
+// made a template argument, so the slot -> key map is resolved at compile time.
+#define SJ_V_PAIRS (SJ_D / 2)
+#define SJ_V_PARTS (SJ_THREADS / SJ_V_PAIRS)      // 2, 4 or 8
+#define SJ_V_SLOTS (SJ_QUANT_BLOCK / SJ_V_PARTS)  // 16, 8 or 4 slots per item
 
-// Slots kSlot0 .. kSlot0 + SJ_V_SLOTS - 1 of channel d of one group of 32 keys staged in `tile`
-// (keys past the sequence hold 0), quantized and stored with 16-byte (or 8-byte) stores.
+struct alignas(8) SjVec8 {
+  sj_u32 word[2];
+};
+
+// kWords 32-bit words stored with the widest accesses their count allows (16, 8 or 4 bytes); the
+// destination is aligned to that width (sections are 256-aligned, seq_kv_pad is a multiple of 128
+// and an item's first slot a multiple of SJ_V_SLOTS).
+template <int kWords>
+SJ_DEVICE void sj_store_words(sj_u32* destination, const sj_u32 (&words)[kWords]) {
+  if constexpr (kWords % 4 == 0) {
+#pragma unroll
+    for (int w = 0; w < kWords; w += 4) *(SjVec16*)(destination + w) = SjVec16{{words[w], words[w + 1], words[w + 2], words[w + 3]}};
+  } else if constexpr (kWords % 2 == 0) {
+#pragma unroll
+    for (int w = 0; w < kWords; w += 2) *(SjVec8*)(destination + w) = SjVec8{{words[w], words[w + 1]}};
+  } else {
+#pragma unroll
+    for (int w = 0; w < kWords; ++w) destination[w] = words[w];
+  }
+}
+
+// Slots kSlot0 .. kSlot0 + SJ_V_SLOTS - 1 of channel d, v[s] the value of slot kSlot0 + s (keys past
+// the sequence hold 0), quantized and stored.
 template <int kSlot0>
-SJ_DEVICE void sj_store_v_item(const SjPrepareParams& p, const float* tile, sj_i64 head, int d, int first_key) {
+SJ_DEVICE void sj_store_v_channel(const SjPrepareParams& p, const float (&v)[SJ_V_SLOTS], sj_i64 head, int d,
+                                  int first_key) {
   constexpr int slots = SJ_V_SLOTS;
   const sj_i64 row = (head * SJ_D + d) * p.seq_kv_pad + first_key + kSlot0;
 #if SJ_PV_FP16
@@ -297,25 +344,24 @@ SJ_DEVICE void sj_store_v_item(const SjPrepareParams& p, const float* tile, sj_i
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       const int key = sj_v_key_of_slot(kSlot0 + 2 * w + i);
-      half[i] = first_key + key < p.seq_kv ? sj_v_to_fp16(tile[key * SJ_D + d]) : (sj_u16)0;
+      half[i] = first_key + key < p.seq_kv ? sj_v_to_fp16(v[2 * w + i]) : (sj_u16)0;
     }
     words[w] = (sj_u32)half[0] | ((sj_u32)half[1] << 16);
   }
-  sj_u32* destination = (sj_u32*)((sj_u16*)p.v_quant + row);
+  sj_store_words((sj_u32*)((sj_u16*)p.v_quant + row), words);
 #else
   const float scale = p.v_scale[head * SJ_D + d];
   sj_u32 words[slots / 4];
   if (sj_divisor_fast(scale)) {
-    // Every V of the channel is finite (its amax is), and keys past the sequence hold 0 in the tile,
-    // which quantizes to code 0 as the general path writes for them: no per-key test.
+    // Every V of the channel is finite (its amax is), and keys past the sequence hold 0, which
+    // quantizes to code 0 as the general path writes for them: no per-key test.
     const SjDivisor divisor = sj_divisor(scale);
 #pragma unroll
     for (int w = 0; w < slots / 4; ++w) {
-      sj_u32 packed = 0;
+      float quotient[4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
-        packed |= (sj_u32)sj_quantize_e4m3_by(tile[sj_v_key_of_slot(kSlot0 + 4 * w + i) * SJ_D + d], divisor) << (8 * i);
-      words[w] = packed;
+      for (int i = 0; i < 4; ++i) quotient[i] = sj_div_rn_by(v[4 * w + i], divisor);
+      words[w] = sj_e4m3x4(quotient);  // the codes of sj_quantize_e4m3_by
     }
   } else {
 #pragma unroll
@@ -324,34 +370,44 @@ SJ_DEVICE void sj_store_v_item(const SjPrepareParams& p, const float* tile, sj_i
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int key = sj_v_key_of_slot(kSlot0 + 4 * w + i);
-        const sj_u8 q = first_key + key < p.seq_kv ? sj_quantize_e4m3(tile[key * SJ_D + d], scale) : (sj_u8)0;
+        const sj_u8 q = first_key + key < p.seq_kv ? sj_quantize_e4m3(v[4 * w + i], scale) : (sj_u8)0;
         packed |= (sj_u32)q << (8 * i);
       }
       words[w] = packed;
     }
   }
-  sj_u32* destination = (sj_u32*)((sj_u8*)p.v_quant + row);
+  sj_store_words((sj_u32*)((sj_u8*)p.v_quant + row), words);
 #endif
-  // The destination is 16-byte aligned whenever the item writes >= 16 bytes (sections are
-  // 256-aligned, seq_kv_pad is a multiple of 128 and kSlot0 of slots).
-  constexpr int word_count = (int)(sizeof(words) / sizeof(words[0]));
-  if (word_count % 4 == 0) {
+}
+
+// One item: the two channels of `pair` over slots kSlot0 .. of the group staged in `tile` (the
+// inputs' 16-bit values, [key][channel], two channels per word).
+template <int kSlot0>
+SJ_DEVICE void sj_store_v_item(const SjPrepareParams& p, const sj_u32* tile, sj_i64 head, int pair, int first_key) {
+  sj_u32 raw[SJ_V_SLOTS];
 #pragma unroll
-    for (int w = 0; w < word_count; w += 4) {
-      SjVec16 v;
+  for (int s = 0; s < SJ_V_SLOTS; ++s) raw[s] = tile[sj_v_key_of_slot(kSlot0 + s) * SJ_V_PAIRS + pair];
+  float v[SJ_V_SLOTS];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) v.word[i] = words[w + i];
-      *(SjVec16*)(destination + w) = v;
-    }
-  } else {
+  for (int s = 0; s < SJ_V_SLOTS; ++s) v[s] = sj_from_dtype((sj_u16)(raw[s] & 0xFFFFu), SJ_DTYPE);
+  sj_store_v_channel<kSlot0>(p, v, head, 2 * pair, first_key);
 #pragma unroll
-    for (int w = 0; w < word_count; ++w) destination[w] = words[w];
-  }
+  for (int s = 0; s < SJ_V_SLOTS; ++s) v[s] = sj_from_dtype((sj_u16)(raw[s] >> 16), SJ_DTYPE);
+  sj_store_v_channel<kSlot0>(p, v, head, 2 * pair + 1, first_key);
+}
+
+// The item of part kPart or a later one (part is uniform per warp).
+template <int kPart>
+SJ_DEVICE void sj_store_v_part(const SjPrepareParams& p, const sj_u32* tile, sj_i64 head, int pair, int part,
+                               int first_key) {
+  if (part == kPart) sj_store_v_item<kPart * SJ_V_SLOTS>(p, tile, head, pair, first_key);
+  if constexpr (kPart + 1 < SJ_V_PARTS) sj_store_v_part<kPart + 1>(p, tile, head, pair, part, first_key);
 }
 
 // One group of 32 keys of V: quantize and store transposed, keys in the target's slot order. The
-// group is staged in shared memory (loaded in 8-channel chunks); then each thread writes one item.
-SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int group, float* tile) {
+// group's 16-bit inputs are staged in shared memory (8-channel chunks, 16 bytes each); then each
+// thread writes one item.
+SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int group, SjVec16* tile) {
   const int tid = (int)sj_thread_x();
   const int first_key = group * SJ_QUANT_BLOCK;
   const sj_i64 base = b * p.v_stride_b + hk * p.v_stride_h;
@@ -359,23 +415,18 @@ SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int group,
   for (int item = tid; item < SJ_QUANT_BLOCK * SJ_CHUNKS; item += SJ_THREADS) {
     const int key = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
     const int n = first_key + key;
-    float value[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    if (n < p.seq_kv && d0 < p.head_dim) sj_load_chunk(p.v, base + n * p.v_stride_n + d0, vector, value);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) tile[key * SJ_D + d0 + i] = value[i];
+    SjVec16 raw = {{0u, 0u, 0u, 0u}};  // the bits of +0
+    if (n < p.seq_kv && d0 < p.head_dim) raw = sj_load_raw_chunk(p.v, base + n * p.v_stride_n + d0, vector);
+    tile[item] = raw;  // item == key * SJ_CHUNKS + d0 / 8
   }
   sj_barrier();
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
-  static_assert(SJ_D * SJ_V_PARTS == SJ_THREADS, "one V item per thread");
-  const int d = tid % SJ_D, part = tid / SJ_D;
-  if (part == 0) sj_store_v_item<0>(p, tile, head, d, first_key);
-  if (SJ_V_PARTS > 1 && part == 1) sj_store_v_item<SJ_V_SLOTS>(p, tile, head, d, first_key);
-  if (SJ_V_PARTS > 2 && part == 2) sj_store_v_item<2 * SJ_V_SLOTS>(p, tile, head, d, first_key);
-  if (SJ_V_PARTS > 3 && part == 3) sj_store_v_item<3 * SJ_V_SLOTS>(p, tile, head, d, first_key);
+  static_assert(SJ_V_PAIRS * SJ_V_PARTS == SJ_THREADS && SJ_V_SLOTS >= 4, "one V item of >= 4 slots per thread");
+  sj_store_v_part<0>(p, (const sj_u32*)tile, head, tid % SJ_V_PAIRS, tid / SJ_V_PAIRS, first_key);
 }
 
 SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_quantize(SjPrepareParams p) {
-  SJ_SHARED float tile[SJ_BLOCK_ELEMENTS];
+  SJ_SHARED SjVec16 tile[SJ_BLOCK_ELEMENTS / 8];  // one V group's 16-bit inputs
   SJ_SHARED float scratch[SJ_THREADS + 32];
   const int b = (int)sj_block_y();
   int index = (int)sj_block_x();

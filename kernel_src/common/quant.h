@@ -143,6 +143,47 @@ SJ_HOST_DEVICE sj_u8 sj_quantize_e4m3_by(float v, const SjDivisor& scale) {
   return (sj_u8)(sign | sj_e4m3_encode_magnitude(magnitude < SJ_E4M3_MAX ? magnitude : SJ_E4M3_MAX));
 }
 
+// ---- Packed codes for the prepare kernel's stores ------------------------------------------------
+// sj_int8_word(r): the int8 code of sj_round_int8(|r|, r < 0) for a quotient r (not NaN, in both) as the low
+// byte of a word (the other bytes are unspecified); sj_e4m3x4(r): the four codes
+// sj_e4m3_encode(clamp(r[i], -448, 448)), code i in byte i. Callers pass the signed quotient: a
+// correctly rounded division is odd, so r = x / scale is -(|x| / scale) for negative x, and a zero
+// quotient gives code 0 (int8) or its own sign's zero (e4m3) as the magnitude forms do.
+// NVIDIA device code computes the same codes in fewer instructions (exhaustively checked against
+// the forms below on an H200: bench/h200_packed_codes_check.cu):
+//  int8: m = min(|r|, 127); floor(m + 0.5), which is m rounded half away from zero, is read from
+//   rz(rz(m + 0.5) + 2^23): truncating a positive sum never goes below its floor, an integer fp32
+//   holds; the sign is applied to the word in two's complement, whose low byte is the int8 code.
+//  e4m3 (sm_89 and later): cvt.rn.satfinite.e4m3x2.f32, round to nearest even with e4m3 subnormals and saturation to
+//   +-448, which is the clamp and sj_e4m3_encode.
+SJ_HOST_DEVICE sj_u32 sj_int8_word(float r) {
+#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
+  const float m = fminf(fabsf(r), SJ_INT8_MAX);
+  const sj_u32 floor_bits = sj_bit_cast<sj_u32>(__fadd_rz(__fadd_rz(m, 0.5f), 8388608.0f));  // 2^23 + n
+  const sj_u32 negative = (sj_u32)((int)sj_bit_cast<sj_u32>(r) >> 31);                    // all ones or 0
+  return (floor_bits ^ negative) - negative;
+#else
+  return (sj_u32)(sj_u8)sj_round_int8(sj_abs(r), r < 0.0f);
+#endif
+}
+
+SJ_HOST_DEVICE sj_u32 sj_e4m3x4(const float (&r)[4]) {
+#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890  // the e4m3 converts are sm_89+
+  unsigned short low, high;  // cvt puts its first source in the upper byte
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(low) : "f"(r[1]), "f"(r[0]));
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(high) : "f"(r[3]), "f"(r[2]));
+  return (sj_u32)low | ((sj_u32)high << 16);
+#else
+  sj_u32 word = 0;
+  for (int i = 0; i < 4; ++i) {
+    const float magnitude = sj_abs(r[i]);
+    const sj_u32 sign = (sj_bit_cast<sj_u32>(r[i]) >> 24) & 0x80u;
+    word |= (sign | sj_e4m3_encode_magnitude(magnitude < SJ_E4M3_MAX ? magnitude : SJ_E4M3_MAX)) << (8 * i);
+  }
+  return word;
+#endif
+}
+
 // fp16 PV: fp16(clamp(v, -65504, 65504)), RNE; the clamp keeps finite bf16 values past the fp16
 // range finite, while +-inf (and NaN) stay non-finite, as in SDPA. Returns the fp16 bits.
 SJ_HOST_DEVICE sj_u16 sj_v_to_fp16(float v) {
