@@ -9,8 +9,9 @@
 //                        partial K sums (smoothing) and partial max|V| (fp8 PV). Skipped when neither
 //                        is needed.
 //   sj_prepare_finalize  grid (Hk, B): partials -> k_mean (0 without smoothing) and v_scale (1 for fp16 PV).
-//   sj_prepare_quantize  grid (Hq*Nq_pad/32 + 2*Hk*Nk_pad/32, B) (x: sj_quantize_blocks): one 32-row
-//                        block of Q or K, or one 32-key group of V, per workgroup.
+//   sj_prepare_quantize  grid (Hq*Nq_pad/128 + 2*Hk*Nk_pad/128, B) (x: sj_quantize_workgroups): one
+//                        tile of 128 rows of Q or K (four 32-row scale blocks), or of 128 keys of V,
+//                        per workgroup.
 //
 // Compile-time defines: SJ_HEAD_DIM (64|128), SJ_DTYPE (0 bf16, 1 fp16), SJ_PV_FP16 (0|1),
 // SJ_PREPARE_THREADS (128|256), SJ_V_PERMUTE (0 natural key order, 1 the sm80 fp8 order of
@@ -29,12 +30,13 @@
 
 #define SJ_D SJ_HEAD_DIM
 #define SJ_THREADS SJ_PREPARE_THREADS
-#define SJ_BLOCK_ELEMENTS (SJ_QUANT_BLOCK * SJ_D)
 
 #if defined(SJ_AMD)
 #define SJ_PREPARE_BOUNDS __attribute__((amdgpu_flat_work_group_size(1, SJ_THREADS)))
 #else
-#define SJ_PREPARE_BOUNDS __launch_bounds__(SJ_THREADS)
+// At least four workgroups per SM (64 registers at 256 threads): the quantize kernel streams, and
+// more resident warps keep more loads in flight.
+#define SJ_PREPARE_BOUNDS __launch_bounds__(SJ_THREADS, 4)
 #endif
 
 SJ_DEVICE float sj_load_input(const void* base, sj_i64 offset) {
@@ -110,16 +112,20 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p) {
 }
 
 // Block-wide max|x| (NaN-propagating) of the threads' magnitude bits (x & 0x7fffffff: for
-// non-negative floats the integer order is the float order, and every NaN pattern is above +inf).
-// NVIDIA sm_80 and later: one redux.sync per warp, the warps' maxima in scratch[SJ_THREADS ..], one
-// barrier. Elsewhere: two levels through shared memory and two barriers, in floats. max is exact and NaN
-// propagates in any order, so the result is the block's amax either way (a NaN block: some NaN).
+// non-negative floats the integer order is the float order, and every NaN pattern is above +inf), for
+// block `slot` of a tile (each slot has its own partials, so consecutive blocks need no second barrier).
+// NVIDIA sm_80 and later: one redux.sync per warp, the warps' maxima in the slot's partials, one
+// barrier. Elsewhere: two levels through shared memory and two barriers, in floats. max is exact and
+// NaN propagates in any order, so the result is the block's amax either way (a NaN block: some NaN).
 // scratch[0 .. SJ_THREADS) is free once it returns.
-SJ_DEVICE float sj_block_amax(sj_u32 magnitude_bits, float* scratch) {
+#define SJ_TILE_BLOCKS (SJ_QUANT_TILE / SJ_QUANT_BLOCK)  // 32-row blocks (scales) per tile
+#define SJ_SCRATCH_FLOATS (SJ_THREADS + 32 * SJ_TILE_BLOCKS)
+SJ_DEVICE float sj_block_amax(sj_u32 magnitude_bits, float* scratch, int slot) {
   const int tid = (int)sj_thread_x();
+  float* partials = scratch + SJ_THREADS + 32 * slot;
 #if defined(SJ_NVIDIA) && __CUDA_ARCH__ >= 800
   constexpr int warps = SJ_THREADS / 32;
-  sj_u32* partial = (sj_u32*)(scratch + SJ_THREADS);
+  sj_u32* partial = (sj_u32*)partials;
   const sj_u32 warp_max = __reduce_max_sync(0xffffffffu, magnitude_bits);
   if ((tid & 31) == 0) partial[tid >> 5] = warp_max;
   sj_barrier();
@@ -135,12 +141,12 @@ SJ_DEVICE float sj_block_amax(sj_u32 magnitude_bits, float* scratch) {
     float partial = scratch[tid * per_partial];
 #pragma unroll
     for (int i = 1; i < per_partial; ++i) partial = sj_amax_update(partial, scratch[tid * per_partial + i]);
-    scratch[SJ_THREADS + tid] = partial;
+    partials[tid] = partial;
   }
   sj_barrier();
-  float result = scratch[SJ_THREADS];
+  float result = partials[0];
 #pragma unroll
-  for (int i = 1; i < 32; ++i) result = sj_amax_update(result, scratch[SJ_THREADS + i]);
+  for (int i = 1; i < 32; ++i) result = sj_amax_update(result, partials[i]);
   return result;
 #endif
 }
@@ -149,11 +155,14 @@ SJ_DEVICE float sj_block_amax(sj_u32 magnitude_bits, float* scratch) {
 struct alignas(16) SjVec16 {
   sj_u32 word[4];
 };
+struct alignas(8) SjVec8 {
+  sj_u32 word[2];
+};
 #define SJ_CHUNKS (SJ_D / 8)  // 8-channel chunks per row
 
 // Channels d0..d0+7 of one input row as their 16-bit values (channel i in half i of the 16 bytes):
-// one 16-byte load when the row is 16-byte aligned (`vector`, uniform per block), otherwise eight
-// 2-byte loads (any even or odd strides).
+// one 16-byte load when the row is 16-byte aligned (`vector`, uniform per workgroup), otherwise
+// eight 2-byte loads (any even or odd strides).
 SJ_DEVICE SjVec16 sj_load_raw_chunk(const void* input, sj_i64 offset, bool vector) {
   if (vector) return *(const SjVec16*)((const sj_u16*)input + offset);
   SjVec16 v;
@@ -163,35 +172,34 @@ SJ_DEVICE SjVec16 sj_load_raw_chunk(const void* input, sj_i64 offset, bool vecto
   return v;
 }
 
-// The same chunk as floats.
-SJ_DEVICE void sj_load_chunk(const void* input, sj_i64 offset, bool vector, float (&out)[8]) {
-  const SjVec16 v = sj_load_raw_chunk(input, offset, vector);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    out[2 * i] = sj_from_dtype((sj_u16)(v.word[i] & 0xFFFFu), SJ_DTYPE);
-    out[2 * i + 1] = sj_from_dtype((sj_u16)(v.word[i] >> 16), SJ_DTYPE);
-  }
+// Input value i (0..7) of a chunk.
+SJ_DEVICE float sj_chunk_value(const SjVec16& v, int i) {
+  return sj_from_dtype((sj_u16)(i & 1 ? v.word[i >> 1] >> 16 : v.word[i >> 1] & 0xFFFFu), SJ_DTYPE);
 }
 
-// True when every row start base + n * stride_n of this block is 16-byte aligned.
+// True when every row start base + n * stride_n of this tensor head is 16-byte aligned.
 SJ_DEVICE bool sj_rows_aligned(const void* input, sj_i64 base, sj_i64 stride_n) {
   return ((((sj_u64)input + (sj_u64)(base * 2)) | (sj_u64)(stride_n * 2)) & 15u) == 0;
 }
 
+// The chunks of one block a thread owns: items tid + k * SJ_THREADS of the block's
+// SJ_QUANT_BLOCK * SJ_CHUNKS (row, 8-channel chunk) items; the channel chunk of each is the same in
+// every block of the tile.
+#define SJ_ROW_ITEMS (SJ_QUANT_BLOCK * SJ_CHUNKS)
+#define SJ_ROW_PER_THREAD ((SJ_ROW_ITEMS + SJ_THREADS - 1) / SJ_THREADS)
+
 // The int8 rows of one block from the registers of sj_quantize_rows (8 int8 per 8-byte store);
-// rows past the sequence are written as 0. kFast: sj_quantize_int8_by (the scale is
-// sj_divisor_fast and every x finite): sj_int8_word of the quotient, the same code as
-// sj_quantize_int8_by; else sj_quantize_int8.
-template <bool kFast, int kPerThread>
-SJ_DEVICE void sj_store_int8_rows(const float (&x)[kPerThread][8], const SjDivisor& scale, int first_row, int seq,
-                                  sj_i8* out) {
+// rows past the sequence are written as 0. kFast (the scale is sj_divisor_fast and every x finite):
+// sj_int8_word of the quotient, the code of sj_quantize_int8_by; else sj_quantize_int8.
+template <bool kFast>
+SJ_DEVICE void sj_store_int8_rows(const float (&x)[SJ_ROW_PER_THREAD][8], const SjDivisor& scale, int first_row,
+                                  int seq, sj_i8* out) {
   const int tid = (int)sj_thread_x();
 #pragma unroll
-  for (int k = 0; k < kPerThread; ++k) {
+  for (int k = 0; k < SJ_ROW_PER_THREAD; ++k) {
     const int item = tid + k * SJ_THREADS;
-    if (item >= SJ_QUANT_BLOCK * SJ_CHUNKS) continue;
+    if (item >= SJ_ROW_ITEMS) continue;
     const int r = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
-    const bool valid = first_row + r < seq;
     sj_u32 packed[2] = {0u, 0u};
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
@@ -199,18 +207,16 @@ SJ_DEVICE void sj_store_int8_rows(const float (&x)[kPerThread][8], const SjDivis
                                 : (sj_u32)(sj_u8)sj_quantize_int8(x[k][i], scale.value);
       packed[i >> 2] |= (code & 0xFFu) << (8 * (i & 3));
     }
-    if (!valid) packed[0] = packed[1] = 0u;
-    sj_u32* destination = (sj_u32*)(out + r * SJ_D + d0);  // 8-byte aligned: sections are 256-aligned
-    destination[0] = packed[0];
-    destination[1] = packed[1];
+    if (first_row + r >= seq) packed[0] = packed[1] = 0u;
+    *(SjVec8*)(out + r * SJ_D + d0) = SjVec8{{packed[0], packed[1]}};  // 8-byte aligned: sections are 256-aligned
   }
 }
 
-// One 32-row block of Q (is_q) or K: x per element, block amax, int8 with the block scale. Each
-// thread keeps its 8-channel chunks in registers; rows past the sequence and channels past
-// p.head_dim are x = 0 (outside the amax) and written as 0.
-SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int head, int block, float* scratch) {
-  constexpr int per_thread = (SJ_QUANT_BLOCK * SJ_CHUNKS + SJ_THREADS - 1) / SJ_THREADS;
+// One tile (SJ_TILE_BLOCKS blocks of 32 rows) of Q (is_q) or K: per block x per element, block amax,
+// int8 with the block scale. Each thread keeps its 8-channel chunks in registers and loads the next
+// block's while it quantizes this one; rows past the sequence and channels past p.head_dim are x = 0
+// (outside the amax) and written as 0.
+SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int head, int tile, float* scratch) {
   const int tid = (int)sj_thread_x();
   const int heads = is_q ? p.heads_q : p.heads_kv;
   const int seq = is_q ? p.seq_q : p.seq_kv;
@@ -218,124 +224,135 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
   const void* input = is_q ? p.q : p.k;
   const sj_i64 stride_n = is_q ? p.q_stride_n : p.k_stride_n;
   const sj_i64 base = is_q ? b * p.q_stride_b + head * p.q_stride_h : b * p.k_stride_b + head * p.k_stride_h;
-  const int first_row = block * SJ_QUANT_BLOCK;
-  const float* mean = p.k_mean + ((sj_i64)b * p.heads_kv + head) * SJ_D;
   const bool vector = sj_rows_aligned(input, base, stride_n);
+  const sj_i64 head_row0 = ((sj_i64)b * heads + head) * seq_pad;
+  const int tile_row0 = tile * SJ_QUANT_TILE;
 
-  float x[per_thread][8];
-  // max|x| as the maximum of the magnitudes' bit patterns: for non-negative floats the integer order
-  // is the float order, and every NaN pattern is above +inf, so a NaN still wins (two ALU operations
-  // per element instead of four for sj_amax_update's compare, NaN test and select).
-  sj_u32 amax_bits = 0u;
+  // The thread's channel chunks (the same in every block) and, for K, their means.
+  int item_row[SJ_ROW_PER_THREAD], item_d0[SJ_ROW_PER_THREAD];
+  float mean[SJ_ROW_PER_THREAD][8];
+  const float* k_mean = p.k_mean + ((sj_i64)b * p.heads_kv + head) * SJ_D;
 #pragma unroll
-  for (int k = 0; k < per_thread; ++k) {
+  for (int k = 0; k < SJ_ROW_PER_THREAD; ++k) {
     const int item = tid + k * SJ_THREADS;
-    const int r = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
-    const int n = first_row + r;
-    if (item < SJ_QUANT_BLOCK * SJ_CHUNKS && n < seq && d0 < p.head_dim) {
-      float value[8], mean_chunk[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-      sj_load_chunk(input, base + n * stride_n + d0, vector, value);
-      if (!is_q) {  // two 16-byte loads: k_mean is a 256-aligned section and d0 a multiple of 8
-        const SjVec16 low = ((const SjVec16*)(mean + d0))[0], high = ((const SjVec16*)(mean + d0))[1];
+    item_row[k] = item / SJ_CHUNKS;
+    item_d0[k] = (item % SJ_CHUNKS) * 8;
+    if (item >= SJ_ROW_ITEMS || item_d0[k] >= p.head_dim) item_row[k] = SJ_QUANT_TILE;  // never a row: x = 0
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          mean_chunk[i] = sj_bit_cast<float>(low.word[i]);
-          mean_chunk[4 + i] = sj_bit_cast<float>(high.word[i]);
-        }
+    for (int i = 0; i < 8; ++i) mean[k][i] = 0.0f;
+    if (!is_q && item_row[k] < SJ_QUANT_TILE) {  // two 16-byte loads: k_mean is a 256-aligned section
+      const SjVec16 low = ((const SjVec16*)(k_mean + item_d0[k]))[0], high = ((const SjVec16*)(k_mean + item_d0[k]))[1];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        mean[k][i] = sj_bit_cast<float>(low.word[i]);
+        mean[k][4 + i] = sj_bit_cast<float>(high.word[i]);
       }
+    }
+  }
+  // The chunks of block `block` of the tile (zeros where there is no input).
+  auto load_block = [&](int block, SjVec16 (&raw)[SJ_ROW_PER_THREAD]) {
+#pragma unroll
+    for (int k = 0; k < SJ_ROW_PER_THREAD; ++k) {
+      const int n = tile_row0 + block * SJ_QUANT_BLOCK + item_row[k];
+      raw[k] = SjVec16{{0u, 0u, 0u, 0u}};
+      if (item_row[k] < SJ_QUANT_TILE && n < seq) raw[k] = sj_load_raw_chunk(input, base + n * stride_n + item_d0[k], vector);
+    }
+  };
+
+  SjVec16 next[SJ_ROW_PER_THREAD];
+  load_block(0, next);
+#pragma unroll 1
+  for (int slot = 0; slot < SJ_TILE_BLOCKS; ++slot) {
+    const int first_row = tile_row0 + slot * SJ_QUANT_BLOCK;
+    float x[SJ_ROW_PER_THREAD][8];
+    // max|x| as the maximum of the magnitudes' bit patterns (two ALU operations per element).
+    sj_u32 amax_bits = 0u;
+#pragma unroll
+    for (int k = 0; k < SJ_ROW_PER_THREAD; ++k) {
+      const bool valid = item_row[k] < SJ_QUANT_TILE && first_row + item_row[k] < seq;
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
-        x[k][i] = is_q ? sj_q_prescale(value[i], p.q_mul) : sj_k_smooth(value[i], mean_chunk[i]);
+        const float value = sj_chunk_value(next[k], i);
+        x[k][i] = !valid ? 0.0f : is_q ? sj_q_prescale(value, p.q_mul) : sj_k_smooth(value, mean[k][i]);
         const sj_u32 magnitude = sj_bit_cast<sj_u32>(x[k][i]) & 0x7fffffffu;
         amax_bits = magnitude > amax_bits ? magnitude : amax_bits;
       }
-    } else {
-#pragma unroll
-      for (int i = 0; i < 8; ++i) x[k][i] = 0.0f;
     }
-  }
-  const float amax = sj_block_amax(amax_bits, scratch);
-  const float scale = sj_int8_scale(amax);
+    if (slot + 1 < SJ_TILE_BLOCKS) load_block(slot + 1, next);  // in flight across the block max
+    const float amax = sj_block_amax(amax_bits, scratch, slot);
+    const float scale = sj_int8_scale(amax);
 
-  const sj_i64 head_row0 = ((sj_i64)b * heads + head) * seq_pad;
-  sj_i8* out = (is_q ? p.q8 : p.k8) + (head_row0 + first_row) * SJ_D;
-  // A scale in sj_divisor_fast's range (every finite block of ordinary inputs) also means every x of
-  // the block is finite: the branch-free quantizer with the hoisted reciprocal, else the general one.
-  if (sj_divisor_fast(scale))
-    sj_store_int8_rows<true>(x, sj_divisor(scale), first_row, seq, out);
-  else
-    sj_store_int8_rows<false>(x, SjDivisor{scale, 0.0f}, first_row, seq, out);
-  if (tid == 0) (is_q ? p.q_scale : p.k_scale)[head_row0 / SJ_QUANT_BLOCK + block] = scale;
+    sj_i8* out = (is_q ? p.q8 : p.k8) + (head_row0 + first_row) * SJ_D;
+    // A scale in sj_divisor_fast's range (every finite block of ordinary inputs) also means every x of
+    // the block is finite: the branch-free quantizer with the hoisted reciprocal, else the general one.
+    if (sj_divisor_fast(scale))
+      sj_store_int8_rows<true>(x, sj_divisor(scale), first_row, seq, out);
+    else
+      sj_store_int8_rows<false>(x, SjDivisor{scale, 0.0f}, first_row, seq, out);
+    if (tid == 0) (is_q ? p.q_scale : p.k_scale)[(head_row0 + first_row) / SJ_QUANT_BLOCK] = scale;
 
-  // LSE correction: delta = x . mean_k of the query head's KV head (fp32, any order per the contract).
-  // The chunks of one row sit in SJ_CHUNKS consecutive items: partial dots go through shared memory.
-  if (is_q && p.want_lse_delta) {
-    const int hk = head / (p.heads_q / p.heads_kv);
-    const float* mean_k = p.k_mean + ((sj_i64)b * p.heads_kv + hk) * SJ_D;
-    float* partial = scratch;  // SJ_THREADS floats, free after sj_block_amax
+    // LSE correction: delta = x . mean_k of the query head's KV head (fp32, any order per the contract).
+    // The chunks of one row sit in SJ_CHUNKS consecutive items: partial dots go through shared memory.
+    if (is_q && p.want_lse_delta) {
+      const int hk = head / (p.heads_q / p.heads_kv);
+      const float* mean_k = p.k_mean + ((sj_i64)b * p.heads_kv + hk) * SJ_D;
+      float* partial = scratch;  // SJ_THREADS floats, free after sj_block_amax
 #pragma unroll
-    for (int k = 0; k < per_thread; ++k) {
-      const int item = tid + k * SJ_THREADS;
-      float dot = 0.0f;
-      if (item < SJ_QUANT_BLOCK * SJ_CHUNKS) {
-        const int d0 = (item % SJ_CHUNKS) * 8;
+      for (int k = 0; k < SJ_ROW_PER_THREAD; ++k) {
+        const int item = tid + k * SJ_THREADS;
+        float dot = 0.0f;
+        if (item < SJ_ROW_ITEMS) {
+          const int d0 = (item % SJ_CHUNKS) * 8;
 #pragma unroll
-        for (int i = 0; i < 8; ++i) dot += x[k][i] * mean_k[d0 + i];
+          for (int i = 0; i < 8; ++i) dot += x[k][i] * mean_k[d0 + i];
+        }
+        partial[tid] = dot;
+        sj_barrier();
+        // Items of this pass cover rows (k * SJ_THREADS) / SJ_CHUNKS onwards, SJ_THREADS / SJ_CHUNKS of them.
+        const int rows_per_pass = SJ_THREADS / SJ_CHUNKS;
+        if (tid < rows_per_pass) {
+          const int r = (k * SJ_THREADS) / SJ_CHUNKS + tid;
+          float delta = 0.0f;
+#pragma unroll
+          for (int c = 0; c < SJ_CHUNKS; ++c) delta += partial[tid * SJ_CHUNKS + c];
+          if (r < SJ_QUANT_BLOCK && first_row + r < seq)
+            p.lse_delta[((sj_i64)b * p.heads_q + head) * p.seq_q + first_row + r] = delta;
+        }
+        sj_barrier();
       }
-      partial[tid] = dot;
-      sj_barrier();
-      // Items of this pass cover rows (k * SJ_THREADS) / SJ_CHUNKS onwards, SJ_THREADS / SJ_CHUNKS of them.
-      const int rows_per_pass = SJ_THREADS / SJ_CHUNKS;
-      if (tid < rows_per_pass) {
-        const int r = (k * SJ_THREADS) / SJ_CHUNKS + tid;
-        float delta = 0.0f;
-#pragma unroll
-        for (int c = 0; c < SJ_CHUNKS; ++c) delta += partial[tid * SJ_CHUNKS + c];
-        if (r < SJ_QUANT_BLOCK && first_row + r < seq)
-          p.lse_delta[((sj_i64)b * p.heads_q + head) * p.seq_q + first_row + r] = delta;
-      }
-      sj_barrier();
     }
   }
 }
 
 // Work items of the V store: (channel pair, part). A thread takes two neighbouring channels, whose
 // 16-bit inputs of one key are one 32-bit shared-memory word, and SJ_V_SLOTS consecutive slots of
-// them; consecutive threads take consecutive pairs (conflict-free reads). SJ_V_PAIRS * SJ_V_PARTS ==
-// SJ_THREADS, so every thread has one item, and the part (tid / SJ_V_PAIRS) is uniform per warp: it is
-// made a template argument, so the slot -> key map is resolved at compile time.
+// them, written in runs of SJ_V_RUN slots; consecutive threads take consecutive pairs
+// (conflict-free reads). SJ_V_PAIRS * SJ_V_PARTS == SJ_THREADS: every thread has one item.
 #define SJ_V_PAIRS (SJ_D / 2)
-#define SJ_V_PARTS (SJ_THREADS / SJ_V_PAIRS)      // 2, 4 or 8
-#define SJ_V_SLOTS (SJ_QUANT_BLOCK / SJ_V_PARTS)  // 16, 8 or 4 slots per item
+#define SJ_V_PARTS (SJ_THREADS / SJ_V_PAIRS)     // 2, 4 or 8
+#define SJ_V_SLOTS (SJ_QUANT_TILE / SJ_V_PARTS)  // 64, 32 or 16 slots per item
+#define SJ_V_RUN 16
 
-struct alignas(8) SjVec8 {
-  sj_u32 word[2];
-};
+// The tile key in slot run0 + s of a V tile, for a run start run0 that is a multiple of 16 and
+// s < 16: a group of 32 keys keeps each half in place (arch/mma_sm80.h), so the key is run0 plus the
+// compile-time key of slot s, and a run's shared-memory reads are constant offsets from one address.
+SJ_DEVICE int sj_v_run_key(int run0, int s) { return run0 + sj_v_key_of_slot(s); }
 
-// kWords 32-bit words stored with the widest accesses their count allows (16, 8 or 4 bytes); the
-// destination is aligned to that width (sections are 256-aligned, seq_kv_pad is a multiple of 128
-// and an item's first slot a multiple of SJ_V_SLOTS).
+// kWords 32-bit words stored with 16-byte accesses (the destination is 16-byte aligned: sections
+// are 256-aligned, seq_kv_pad is a multiple of 128 and a run starts at a multiple of 16 slots).
 template <int kWords>
 SJ_DEVICE void sj_store_words(sj_u32* destination, const sj_u32 (&words)[kWords]) {
-  if constexpr (kWords % 4 == 0) {
+  static_assert(kWords % 4 == 0, "whole 16-byte stores");
 #pragma unroll
-    for (int w = 0; w < kWords; w += 4) *(SjVec16*)(destination + w) = SjVec16{{words[w], words[w + 1], words[w + 2], words[w + 3]}};
-  } else if constexpr (kWords % 2 == 0) {
-#pragma unroll
-    for (int w = 0; w < kWords; w += 2) *(SjVec8*)(destination + w) = SjVec8{{words[w], words[w + 1]}};
-  } else {
-#pragma unroll
-    for (int w = 0; w < kWords; ++w) destination[w] = words[w];
-  }
+  for (int w = 0; w < kWords; w += 4) *(SjVec16*)(destination + w) = SjVec16{{words[w], words[w + 1], words[w + 2], words[w + 3]}};
 }
 
-// Slots kSlot0 .. kSlot0 + SJ_V_SLOTS - 1 of channel d, v[s] the value of slot kSlot0 + s (keys past
-// the sequence hold 0), quantized and stored.
-template <int kSlot0>
-SJ_DEVICE void sj_store_v_channel(const SjPrepareParams& p, const float (&v)[SJ_V_SLOTS], sj_i64 head, int d,
-                                  int first_key) {
-  constexpr int slots = SJ_V_SLOTS;
-  const sj_i64 row = (head * SJ_D + d) * p.seq_kv_pad + first_key + kSlot0;
+// Slots run0 .. run0 + SJ_V_RUN - 1 of channel d, v[s] the value of slot run0 + s (keys past the
+// sequence hold 0), quantized and stored.
+SJ_DEVICE void sj_store_v_run(const SjPrepareParams& p, const float (&v)[SJ_V_RUN], sj_i64 head, int d, int first_key,
+                              int run0) {
+  constexpr int slots = SJ_V_RUN;
+  const sj_i64 row = (head * SJ_D + d) * p.seq_kv_pad + first_key + run0;
 #if SJ_PV_FP16
   sj_u32 words[slots / 2];
 #pragma unroll
@@ -343,7 +360,7 @@ SJ_DEVICE void sj_store_v_channel(const SjPrepareParams& p, const float (&v)[SJ_
     sj_u16 half[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const int key = sj_v_key_of_slot(kSlot0 + 2 * w + i);
+      const int key = sj_v_run_key(run0, 2 * w + i);
       half[i] = first_key + key < p.seq_kv ? sj_v_to_fp16(v[2 * w + i]) : (sj_u16)0;
     }
     words[w] = (sj_u32)half[0] | ((sj_u32)half[1] << 16);
@@ -360,7 +377,7 @@ SJ_DEVICE void sj_store_v_channel(const SjPrepareParams& p, const float (&v)[SJ_
     for (int w = 0; w < slots / 4; ++w) {
       float quotient[4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) quotient[i] = sj_div_rn_by(v[4 * w + i], divisor);
+      for (int i = 0; i < 4; ++i) quotient[i] = sj_with_sign_of(sj_div_rn_by(sj_abs(v[4 * w + i]), divisor), v[4 * w + i]);
       words[w] = sj_e4m3x4(quotient);  // the codes of sj_quantize_e4m3_by
     }
   } else {
@@ -369,7 +386,7 @@ SJ_DEVICE void sj_store_v_channel(const SjPrepareParams& p, const float (&v)[SJ_
       sj_u32 packed = 0;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const int key = sj_v_key_of_slot(kSlot0 + 4 * w + i);
+        const int key = sj_v_run_key(run0, 4 * w + i);
         const sj_u8 q = first_key + key < p.seq_kv ? sj_quantize_e4m3(v[4 * w + i], scale) : (sj_u8)0;
         packed |= (sj_u32)q << (8 * i);
       }
@@ -380,66 +397,67 @@ SJ_DEVICE void sj_store_v_channel(const SjPrepareParams& p, const float (&v)[SJ_
 #endif
 }
 
-// One item: the two channels of `pair` over slots kSlot0 .. of the group staged in `tile` (the
-// inputs' 16-bit values, [key][channel], two channels per word).
-template <int kSlot0>
-SJ_DEVICE void sj_store_v_item(const SjPrepareParams& p, const sj_u32* tile, sj_i64 head, int pair, int first_key) {
-  sj_u32 raw[SJ_V_SLOTS];
-#pragma unroll
-  for (int s = 0; s < SJ_V_SLOTS; ++s) raw[s] = tile[sj_v_key_of_slot(kSlot0 + s) * SJ_V_PAIRS + pair];
-  float v[SJ_V_SLOTS];
-#pragma unroll
-  for (int s = 0; s < SJ_V_SLOTS; ++s) v[s] = sj_from_dtype((sj_u16)(raw[s] & 0xFFFFu), SJ_DTYPE);
-  sj_store_v_channel<kSlot0>(p, v, head, 2 * pair, first_key);
-#pragma unroll
-  for (int s = 0; s < SJ_V_SLOTS; ++s) v[s] = sj_from_dtype((sj_u16)(raw[s] >> 16), SJ_DTYPE);
-  sj_store_v_channel<kSlot0>(p, v, head, 2 * pair + 1, first_key);
-}
-
-// The item of part kPart or a later one (part is uniform per warp).
-template <int kPart>
-SJ_DEVICE void sj_store_v_part(const SjPrepareParams& p, const sj_u32* tile, sj_i64 head, int pair, int part,
+// The item (pair, part): its runs over the tile staged in `tile` (the inputs' 16-bit values,
+// [key][channel], two channels per word), both channels of each run.
+SJ_DEVICE void sj_store_v_item(const SjPrepareParams& p, const sj_u32* tile, sj_i64 head, int pair, int part,
                                int first_key) {
-  if (part == kPart) sj_store_v_item<kPart * SJ_V_SLOTS>(p, tile, head, pair, first_key);
-  if constexpr (kPart + 1 < SJ_V_PARTS) sj_store_v_part<kPart + 1>(p, tile, head, pair, part, first_key);
+#pragma unroll 1
+  for (int run0 = part * SJ_V_SLOTS; run0 < (part + 1) * SJ_V_SLOTS; run0 += SJ_V_RUN) {
+    sj_u32 raw[SJ_V_RUN];
+#pragma unroll
+    for (int s = 0; s < SJ_V_RUN; ++s) raw[s] = tile[sj_v_run_key(run0, s) * SJ_V_PAIRS + pair];
+    float v[SJ_V_RUN];
+#pragma unroll
+    for (int s = 0; s < SJ_V_RUN; ++s) v[s] = sj_from_dtype((sj_u16)(raw[s] & 0xFFFFu), SJ_DTYPE);
+    sj_store_v_run(p, v, head, 2 * pair, first_key, run0);
+#pragma unroll
+    for (int s = 0; s < SJ_V_RUN; ++s) v[s] = sj_from_dtype((sj_u16)(raw[s] >> 16), SJ_DTYPE);
+    sj_store_v_run(p, v, head, 2 * pair + 1, first_key, run0);
+  }
 }
 
-// One group of 32 keys of V: quantize and store transposed, keys in the target's slot order. The
-// group's 16-bit inputs are staged in shared memory (8-channel chunks, 16 bytes each); then each
-// thread writes one item.
-SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int group, SjVec16* tile) {
+// One tile of SJ_QUANT_TILE keys of V: quantize and store transposed, keys in the target's slot
+// order. The tile's 16-bit inputs are staged in shared memory (8-channel chunks, 16 bytes each, all
+// of a thread's loads in flight together); then each thread writes one item.
+#define SJ_V_STAGE_PER_THREAD (SJ_QUANT_TILE * SJ_CHUNKS / SJ_THREADS)
+SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int tile_index, SjVec16* tile) {
   const int tid = (int)sj_thread_x();
-  const int first_key = group * SJ_QUANT_BLOCK;
+  const int first_key = tile_index * SJ_QUANT_TILE;
   const sj_i64 base = b * p.v_stride_b + hk * p.v_stride_h;
   const bool vector = sj_rows_aligned(p.v, base, p.v_stride_n);
-  for (int item = tid; item < SJ_QUANT_BLOCK * SJ_CHUNKS; item += SJ_THREADS) {
+  static_assert(SJ_V_STAGE_PER_THREAD * SJ_THREADS == SJ_QUANT_TILE * SJ_CHUNKS, "whole staging passes");
+  SjVec16 raw[SJ_V_STAGE_PER_THREAD];
+#pragma unroll
+  for (int k = 0; k < SJ_V_STAGE_PER_THREAD; ++k) {
+    const int item = tid + k * SJ_THREADS;
     const int key = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
     const int n = first_key + key;
-    SjVec16 raw = {{0u, 0u, 0u, 0u}};  // the bits of +0
-    if (n < p.seq_kv && d0 < p.head_dim) raw = sj_load_raw_chunk(p.v, base + n * p.v_stride_n + d0, vector);
-    tile[item] = raw;  // item == key * SJ_CHUNKS + d0 / 8
+    raw[k] = SjVec16{{0u, 0u, 0u, 0u}};  // the bits of +0
+    if (n < p.seq_kv && d0 < p.head_dim) raw[k] = sj_load_raw_chunk(p.v, base + n * p.v_stride_n + d0, vector);
   }
+#pragma unroll
+  for (int k = 0; k < SJ_V_STAGE_PER_THREAD; ++k) tile[tid + k * SJ_THREADS] = raw[k];  // item == key * SJ_CHUNKS + d0 / 8
   sj_barrier();
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
-  static_assert(SJ_V_PAIRS * SJ_V_PARTS == SJ_THREADS && SJ_V_SLOTS >= 4, "one V item of >= 4 slots per thread");
-  sj_store_v_part<0>(p, (const sj_u32*)tile, head, tid % SJ_V_PAIRS, tid / SJ_V_PAIRS, first_key);
+  static_assert(SJ_V_PAIRS * SJ_V_PARTS == SJ_THREADS && SJ_V_SLOTS % SJ_V_RUN == 0, "one V item of whole runs per thread");
+  sj_store_v_item(p, (const sj_u32*)tile, head, tid % SJ_V_PAIRS, tid / SJ_V_PAIRS, first_key);
 }
 
 SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_quantize(SjPrepareParams p) {
-  SJ_SHARED SjVec16 tile[SJ_BLOCK_ELEMENTS / 8];  // one V group's 16-bit inputs
-  SJ_SHARED float scratch[SJ_THREADS + 32];
+  SJ_SHARED SjVec16 tile[SJ_QUANT_TILE * SJ_CHUNKS];  // one V tile's 16-bit inputs
+  SJ_SHARED float scratch[SJ_SCRATCH_FLOATS];
   const int b = (int)sj_block_y();
   int index = (int)sj_block_x();
-  const int q_blocks = p.seq_q_pad / SJ_QUANT_BLOCK, k_blocks = p.seq_kv_pad / SJ_QUANT_BLOCK;
-  if (index < p.heads_q * q_blocks) {
-    sj_quantize_rows(p, true, b, index / q_blocks, index % q_blocks, scratch);
+  const int q_tiles = p.seq_q_pad / SJ_QUANT_TILE, k_tiles = p.seq_kv_pad / SJ_QUANT_TILE;
+  if (index < p.heads_q * q_tiles) {
+    sj_quantize_rows(p, true, b, index / q_tiles, index % q_tiles, scratch);
     return;
   }
-  index -= p.heads_q * q_blocks;
-  if (index < p.heads_kv * k_blocks) {
-    sj_quantize_rows(p, false, b, index / k_blocks, index % k_blocks, scratch);
+  index -= p.heads_q * q_tiles;
+  if (index < p.heads_kv * k_tiles) {
+    sj_quantize_rows(p, false, b, index / k_tiles, index % k_tiles, scratch);
     return;
   }
-  index -= p.heads_kv * k_blocks;
-  sj_quantize_v(p, b, index / k_blocks, index % k_blocks, tile);
+  index -= p.heads_kv * k_tiles;
+  sj_quantize_v(p, b, index / k_tiles, index % k_tiles, tile);
 }

@@ -11,6 +11,7 @@
 
 #define SJ_QUANT_BLOCK 32    // rows of Q or K per int8 scale; keys per V group of the quantize kernel
 #define SJ_SEQ_PAD 128       // every workspace holds a multiple of this many tokens (zero rows past the call's)
+#define SJ_QUANT_TILE 128    // rows of Q or K, or keys of V, per quantize workgroup (divides SJ_SEQ_PAD)
 #define SJ_K_MEAN_CHUNK 64   // tokens per fp64 partial sum of the K mean (fixed summation order)
 #define SJ_P_OFFSET 8.807f   // log2-domain offset of the probabilities before the PV product
 #define SJ_LOG2E 1.4426950408889634  // double; the Q factor is float(double(sm_scale) * SJ_LOG2E)
@@ -39,11 +40,24 @@ SJ_HOST_DEVICE Int sj_row_blocks(Int tokens) {
   return sj_padded_length<Int>(tokens) / SJ_QUANT_BLOCK;
 }
 
-// The quantize kernel's workgroups per batch entry (its grid x): one per 32-row block of Q and of K
-// and one per 32-key group of V, in that order (sj_prepare_quantize decodes its index so).
+// The 32-row blocks of Q and K and 32-key groups of V of one batch entry (the quantize kernel's
+// block indices, which must fit an int).
 template <typename Int>
 SJ_HOST_DEVICE Int sj_quantize_blocks(Int heads_q, Int seq_q, Int heads_kv, Int seq_kv) {
   return heads_q * sj_row_blocks<Int>(seq_q) + 2 * heads_kv * sj_row_blocks<Int>(seq_kv);
+}
+
+// The quantize tiles of one head's padded workspace rows (SJ_QUANT_TILE rows or keys each).
+template <typename Int>
+SJ_HOST_DEVICE Int sj_quantize_tiles(Int tokens) {
+  return sj_padded_length<Int>(tokens) / SJ_QUANT_TILE;
+}
+
+// The quantize kernel's workgroups per batch entry (its grid x): one per tile of Q, of K and of V,
+// in that order (sj_prepare_quantize decodes its index so).
+template <typename Int>
+SJ_HOST_DEVICE Int sj_quantize_workgroups(Int heads_q, Int seq_q, Int heads_kv, Int seq_kv) {
+  return heads_q * sj_quantize_tiles<Int>(seq_q) + 2 * heads_kv * sj_quantize_tiles<Int>(seq_kv);
 }
 
 // The factor prepare folds into Q (docs/NUMERICS.md, Q step 1): float(double(sm_scale) * log2(e)),

@@ -20,9 +20,9 @@ LaunchGeometry prepare_geometry(int entry, const TileConfig& config, const Speci
     case 1:  // sj_prepare_finalize
       geometry.grid = {hk, b, 1};
       break;
-    default:  // sj_prepare_quantize (plan/kernel_limits.cpp keeps the count within an int)
-      geometry.grid = {static_cast<unsigned>(sj_quantize_blocks<std::int64_t>(shape.heads_q, shape.seq_q, shape.heads_kv,
-                                                                              shape.seq_kv)),
+    default:  // sj_prepare_quantize (plan/kernel_limits.cpp keeps its block indices within an int)
+      geometry.grid = {static_cast<unsigned>(sj_quantize_workgroups<std::int64_t>(shape.heads_q, shape.seq_q,
+                                                                                  shape.heads_kv, shape.seq_kv)),
                        b, 1};
   }
   return geometry;
