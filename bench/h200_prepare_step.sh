@@ -14,7 +14,7 @@ gpu_tests=(test_gpu_api test_gpu_attention test_gpu_device test_gpu_graph_captur
            test_gpu_prepare)
 sj_build "$before" /tmp/sj-before "$deps" -DSAGEJIT_BUILD_TESTS=OFF -DSAGEJIT_BUILD_TOOLS=OFF --target bench_attention >"$out/build-before.log" 2>&1 &
 b1=$!
-sj_build "$after" /tmp/sj-after "$deps" --target bench_attention "${gpu_tests[@]}" >"$out/build-after.log" 2>&1 &
+sj_build "$after" /tmp/sj-after "$deps" --target sagejit bench_attention "${gpu_tests[@]}" >"$out/build-after.log" 2>&1 &
 b2=$!
 if [[ -n ${SAGE:-} ]]; then
   (cd "$SAGE" && nice bash ./build_sageattention.sh "$SAGE") >"$out/sage-build.log" 2>&1 &
