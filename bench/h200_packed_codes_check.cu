@@ -54,8 +54,8 @@ __global__ void check(unsigned long long first, float scale, Mismatches* m) {
       if ((sj_int8_word(sj_div_rn_by(x, d)) & 0xffu) != (unsigned)(sj_u8)sj_quantize_int8_by(x, d)) note(m, 2, pattern);
     }
     if (sj_abs(x) <= scale * 448.0f) {
-      const float q[4] = {sj_with_sign_of(sj_div_rn_by(sj_abs(x), d), x), sj_with_sign_of(sj_div_rn_by(sj_abs(x), d), -x),
-                          0.0f, -0.0f};
+      const float magnitude = sj_div_rn_by(sj_abs(x), d);
+      const float q[4] = {sj_with_sign_of(magnitude, x), sj_with_sign_of(magnitude, -x), 0.0f, -0.0f};
       const unsigned word = sj_e4m3x4(q);
       if ((word & 0xffu) != sj_quantize_e4m3_by(x, d) || ((word >> 8) & 0xffu) != sj_quantize_e4m3_by(-x, d) ||
           (word >> 16) != 0x8000u)

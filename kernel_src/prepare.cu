@@ -168,7 +168,8 @@ SJ_DEVICE SjVec16 sj_load_raw_chunk(const void* input, sj_i64 offset, bool vecto
   SjVec16 v;
 #pragma unroll
   for (int i = 0; i < 4; ++i)
-    v.word[i] = (sj_u32)((const sj_u16*)input)[offset + 2 * i] | ((sj_u32)((const sj_u16*)input)[offset + 2 * i + 1] << 16);
+    v.word[i] = (sj_u32)((const sj_u16*)input)[offset + 2 * i] |
+                ((sj_u32)((const sj_u16*)input)[offset + 2 * i + 1] << 16);
   return v;
 }
 
@@ -255,7 +256,8 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
     for (int k = 0; k < SJ_ROW_PER_THREAD; ++k) {
       const int n = tile_row0 + block * SJ_QUANT_BLOCK + item_row[k];
       raw[k] = SjVec16{{0u, 0u, 0u, 0u}};
-      if (item_row[k] < SJ_QUANT_TILE && n < seq) raw[k] = sj_load_raw_chunk(input, base + n * stride_n + item_d0[k], vector);
+      if (item_row[k] < SJ_QUANT_TILE && n < seq)
+        raw[k] = sj_load_raw_chunk(input, base + n * stride_n + item_d0[k], vector);
     }
   };
 
@@ -344,7 +346,8 @@ template <int kWords>
 SJ_DEVICE void sj_store_words(sj_u32* destination, const sj_u32 (&words)[kWords]) {
   static_assert(kWords % 4 == 0, "whole 16-byte stores");
 #pragma unroll
-  for (int w = 0; w < kWords; w += 4) *(SjVec16*)(destination + w) = SjVec16{{words[w], words[w + 1], words[w + 2], words[w + 3]}};
+  for (int w = 0; w < kWords; w += 4)
+    *(SjVec16*)(destination + w) = SjVec16{{words[w], words[w + 1], words[w + 2], words[w + 3]}};
 }
 
 // Slots run0 .. run0 + SJ_V_RUN - 1 of channel d, v[s] the value of slot run0 + s (keys past the
@@ -377,7 +380,8 @@ SJ_DEVICE void sj_store_v_run(const SjPrepareParams& p, const float (&v)[SJ_V_RU
     for (int w = 0; w < slots / 4; ++w) {
       float quotient[4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) quotient[i] = sj_with_sign_of(sj_div_rn_by(sj_abs(v[4 * w + i]), divisor), v[4 * w + i]);
+      for (int i = 0; i < 4; ++i)
+        quotient[i] = sj_with_sign_of(sj_div_rn_by(sj_abs(v[4 * w + i]), divisor), v[4 * w + i]);
       words[w] = sj_e4m3x4(quotient);  // the codes of sj_quantize_e4m3_by
     }
   } else {
@@ -436,10 +440,12 @@ SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int tile_i
     if (n < p.seq_kv && d0 < p.head_dim) raw[k] = sj_load_raw_chunk(p.v, base + n * p.v_stride_n + d0, vector);
   }
 #pragma unroll
-  for (int k = 0; k < SJ_V_STAGE_PER_THREAD; ++k) tile[tid + k * SJ_THREADS] = raw[k];  // item == key * SJ_CHUNKS + d0 / 8
+  // item tid + k * SJ_THREADS == key * SJ_CHUNKS + d0 / 8: the tile is [key][channel]
+  for (int k = 0; k < SJ_V_STAGE_PER_THREAD; ++k) tile[tid + k * SJ_THREADS] = raw[k];
   sj_barrier();
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
-  static_assert(SJ_V_PAIRS * SJ_V_PARTS == SJ_THREADS && SJ_V_SLOTS % SJ_V_RUN == 0, "one V item of whole runs per thread");
+  static_assert(SJ_V_PAIRS * SJ_V_PARTS == SJ_THREADS && SJ_V_SLOTS % SJ_V_RUN == 0,
+                "one V item of whole runs per thread");
   sj_store_v_item(p, (const sj_u32*)tile, head, tid % SJ_V_PAIRS, tid / SJ_V_PAIRS, first_key);
 }
 
