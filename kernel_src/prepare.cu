@@ -1,5 +1,5 @@
-// Prepare stage of docs/NUMERICS.md for both vendors (NVRTC/nvcc and clang HIP, no vendor intrinsics
-// beyond the prelude): int8 Q and K per 32-row block, the fixed-order fp64 K mean, V in e4m3 per
+// Prepare stage of docs/NUMERICS.md for both vendors (NVRTC/nvcc and clang HIP; vendor code only in
+// the prelude, common/quant.h's packed code forms and the block max below): int8 Q and K per 32-row block, the fixed-order fp64 K mean, V in e4m3 per
 // channel (or fp16), stored transposed [B, Hk, D, Nk_pad] in the target's key order, and the LSE
 // correction. Every scalar step is a function of common/quant.h, which the CPU emulator also calls,
 // so the workspace matches the emulator bit for bit.

@@ -79,6 +79,37 @@ TEST_CASE("E4M3 V quantizer: zero scale, clamp before convert, RNE") {
   CHECK(sj_v_to_fp16(1.0f) == 0x3c00);
 }
 
+// The packed code forms the prepare kernel stores (sj_int8_word, sj_e4m3x4, sj_with_sign_of) in their
+// portable form, which AMD and host code run (NVIDIA device code has its own, checked exhaustively on
+// the GPU by bench/h200_packed_codes_check.cu): the codes of the scalar quantizers, each byte in place,
+// for every 61st fp32 pattern of either sign and a block scale with sj_divisor_fast.
+TEST_CASE("packed prepare codes equal the scalar quantizers' codes") {
+  const SjDivisor scale = sj_divisor(0.0123f);
+  REQUIRE(sj_divisor_fast(scale.value));
+  std::uint64_t int8_mismatches = 0, e4m3_mismatches = 0, checked = 0;
+  for (std::uint64_t bits = 0; bits < 0x7f800000u; bits += 61) {
+    const float x = std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+    for (const float v : {x, -x}) {
+      if (std::fabs(v) <= scale.value * 127.0f)
+        int8_mismatches +=
+            (sj_int8_word(sj_div_rn_by(v, scale)) & 0xffu) != static_cast<sj_u8>(sj_quantize_int8_by(v, scale));
+      if (std::fabs(v) <= scale.value * 448.0f) {
+        const float magnitude = sj_div_rn_by(sj_abs(v), scale);
+        const float quotients[4] = {sj_with_sign_of(magnitude, v), 0.0f, sj_with_sign_of(magnitude, -v), -0.0f};
+        const std::uint32_t word = sj_e4m3x4(quotients);
+        e4m3_mismatches += (word & 0xffu) != sj_quantize_e4m3_by(v, scale);
+        e4m3_mismatches += ((word >> 16) & 0xffu) != sj_quantize_e4m3_by(-v, scale);
+        e4m3_mismatches += (word & 0xff00ff00u) != 0x80000000u;
+      }
+      ++checked;
+    }
+  }
+  CHECK(checked > 60000000);
+  CHECK(int8_mismatches == 0);
+  CHECK(e4m3_mismatches == 0);
+  CHECK(sj_e4m3x4({-0.0f, 0.0f, 448.0f, -1000.0f}) == 0xfe7e0080u);  // -0 keeps its sign; saturation
+}
+
 namespace {
 
 struct Inputs {

@@ -144,18 +144,19 @@ SJ_HOST_DEVICE sj_u8 sj_quantize_e4m3_by(float v, const SjDivisor& scale) {
 }
 
 // ---- Packed codes for the prepare kernel's stores ------------------------------------------------
-// sj_int8_word(r): the int8 code of sj_round_int8(|r|, r < 0) for a quotient r (not NaN, in both) as the low
+// sj_int8_word(r): the int8 code of sj_round_int8(|r|, r < 0) for a quotient r (not NaN) as the low
 // byte of a word (the other bytes are unspecified); sj_e4m3x4(r): the four codes
-// sj_e4m3_encode(clamp(r[i], -448, 448)), code i in byte i. Callers pass the signed quotient: for
-// int8 sj_div_rn_by(x, d) (odd but for zero results, whose code is 0 either way), for e4m3
-// sj_with_sign_of(sj_div_rn_by(|v|, d), v), so that -0 keeps its code 0x80.
+// sj_e4m3_encode(clamp(r[i], -448, 448)) (r[i] not NaN), code i in byte i. Callers pass the signed
+// quotient: for int8 sj_div_rn_by(x, d) (odd but for zero results, whose code is 0 either way), for
+// e4m3 sj_with_sign_of(sj_div_rn_by(|v|, d), v), so that -0 keeps its code 0x80.
 // NVIDIA device code computes the same codes in fewer instructions (exhaustively checked against
-// the forms below on an H200: bench/h200_packed_codes_check.cu):
+// the portable forms below on an H200: bench/h200_packed_codes_check.cu):
 //  int8: m = min(|r|, 127); floor(m + 0.5), which is m rounded half away from zero, is read from
 //   rz(rz(m + 0.5) + 2^23): truncating a positive sum never goes below its floor, an integer fp32
 //   holds; the sign is applied to the word in two's complement, whose low byte is the int8 code.
-//  e4m3 (sm_89 and later): cvt.rn.satfinite.e4m3x2.f32, round to nearest even with e4m3 subnormals and saturation to
-//   +-448, which is the clamp and sj_e4m3_encode.
+//  e4m3 (sm_89 and later): cvt.rn.satfinite.e4m3x2.f32, round to nearest even with e4m3 subnormals
+//   and saturation to +-448, which is the clamp and sj_e4m3_encode.
+
 // magnitude with the sign bit of x: the signed quotient of the e4m3 store, copysign(|x| / scale, x)
 // (sj_div_rn_by(-0, d) is +0, which would lose the sign of a -0 input).
 SJ_HOST_DEVICE float sj_with_sign_of(float magnitude, float x) {
