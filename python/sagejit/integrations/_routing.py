@@ -86,12 +86,13 @@ class Router:
         return None
 
     def attention(self, q, k, v, fallback, *, tensor_layout, is_causal=False, scale=None, return_lse=False,
-                  attn_mask=None, dropout_p=0.0, refuse=None, strict=None, **keywords):
+                  attn_mask=None, dropout_p=0.0, refuse=None, strict=None, observe=None, **keywords):
         """sagejit.sageattn(q, k, v, ...) or, when sagejit cannot take the call, fallback() (a function of no
         arguments that returns the same thing: out, or (out, lse) with lse fp32 [B, H, N]).
         refuse: the caller's own reason not to send this call to sagejit (counted like sagejit's).
-        strict: this call's strict mode (None: the router's). keywords: more of sageattn's (smooth_k, SageAttention's
-        kernel-selection keywords)."""
+        strict: this call's strict mode (None: the router's). observe: called with what the counters count (None for
+        a routed call, else the reason), e.g. a per-module report. keywords: more of sageattn's (smooth_k,
+        SageAttention's kernel-selection keywords)."""
         from ..attention import layout_code, sageattn
 
         layout_code(tensor_layout)  # a caller's error raises on every path, the fallback's too
@@ -114,14 +115,16 @@ class Router:
                 reason = f"sagejit error: {error.code}"
                 self._warn_once(error)
             else:
-                self._count(None)
+                self._count(None, observe)
                 return result
         elif strict:
             raise UnsupportedCall(f"{self.name}: not sent to sagejit: {reason} (strict mode)")
-        self._count(reason)
+        self._count(reason, observe)
         return fallback()
 
-    def _count(self, reason):
+    def _count(self, reason, observe=None):
+        if observe is not None:
+            observe(reason)
         if _compiling():  # Dynamo cannot enter a lock; it replays these updates after each run of the graph
             self._bump(reason)
         else:

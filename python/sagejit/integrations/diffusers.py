@@ -1,6 +1,14 @@
-"""sagejit as a diffusers attention backend named "sagejit".
+"""sagejit in diffusers: the attention backend "sagejit", and enable() for a whole pipeline.
 
-    import sagejit.integrations.diffusers            # registers the backend (idempotent)
+    import sagejit.integrations.diffusers as sagejit_diffusers   # registers the backend (idempotent)
+    report = sagejit_diffusers.enable(pipe)    # every attention call of pipe's transformers / UNets
+    print(report.summary())                    # per attention module: routed, fallbacks and why
+    sagejit_diffusers.disable(pipe)            # or `with sagejit_diffusers.enable(pipe): ...`
+
+enable() sets the backend on the attention modules that dispatch through diffusers' attention dispatch and
+routes the torch SDPA calls of those that call it directly (Lumina 2, CogVideoX, SD3), during that model's
+attention forwards only (see _diffusers_scope.py). The backend alone, for the dispatching modules:
+
     pipe.transformer.set_attention_backend("sagejit")
     # or, for a block:  with diffusers.models.attention_dispatch.attention_backend("sagejit"): ...
 
@@ -20,6 +28,7 @@ attention, both private to diffusers: a newer diffusers may need this file to fo
 """
 import enum
 
+from . import _diffusers_scope
 from ._reference import attention_with_lse
 from ._routing import Router
 
@@ -27,6 +36,7 @@ BACKEND_NAME = "sagejit"
 _ENUM_MEMBER = "SAGEJIT"
 
 _router = Router("diffusers")
+Report = _diffusers_scope.Report  # what enable() returns
 configure, counters, reset_counters = _router.module_functions()
 
 
@@ -62,7 +72,8 @@ def _local_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, 
     refuse = "heads of q and k differ without enable_gqa" if query.shape[2] != key.shape[2] and not enable_gqa \
         else None
     result = _router.attention(query, key, value, fallback, tensor_layout="NHD", is_causal=is_causal, scale=scale,
-                               return_lse=return_lse, attn_mask=attn_mask, dropout_p=dropout_p, refuse=refuse)
+                               return_lse=return_lse, attn_mask=attn_mask, dropout_p=dropout_p, refuse=refuse,
+                               observe=_diffusers_scope.current_observer())
     if not return_lse:
         return result
     out, lse = result
@@ -121,6 +132,30 @@ def register():
     if member not in _AttentionBackendRegistry._backends:
         _AttentionBackendRegistry.register(member, constraints=[], supports_context_parallel=True)(_sagejit_attention)
     return member
+
+
+def enable(pipe_or_model):
+    """sagejit for every attention call of a diffusers pipeline's transformers and UNets (its VAE is left out)
+    or of one model (torch.nn.Module with diffusers attention modules, e.g. pipe.transformer); returns a Report
+    (report.summary(), report.modules(), report.totals(); a context manager that disables on exit).
+
+    Modules that dispatch through diffusers' attention dispatch get the "sagejit" backend (on this model's
+    processors only: diffusers' process-wide active backend is left as it is); modules whose processor calls
+    torch SDPA itself have those calls routed during their own forward only. Both follow the routing rule of
+    configure() (strict, emulate_on_cpu) and count in counters() too. disable() undoes it."""
+    return _diffusers_scope.enable(pipe_or_model, _router, register())
+
+
+def disable(pipe_or_model):
+    """Undoes enable() on this pipeline or model (or on one component of an enabled pipeline): hooks removed,
+    each processor's backend given back unless it was changed after enable(). Returns the reports of what it
+    disabled; a ValueError when nothing of it is enabled."""
+    return _diffusers_scope.disable(pipe_or_model, register())
+
+
+def is_enabled(model):
+    """Whether enable() is in force on this model."""
+    return _diffusers_scope.is_enabled(model)
 
 
 register()
