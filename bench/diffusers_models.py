@@ -1,7 +1,12 @@
-"""Real diffusers transformers (FluxTransformer2DModel, WanTransformer3DModel) from small configs with random
-weights - no downloads - their inputs, a few Euler denoising steps, and the measures the tests, the
-benchmark and the context-parallel run report (cosine, PSNR). Shared by python/tests/test_diffusers_cpu.py,
-python/tests/test_integrations_gpu.py, bench/run_diffusers_benchmark.py and bench/run_context_parallel.py.
+"""Real diffusers transformers from small configs with random weights - no downloads - their inputs, a few Euler
+denoising steps, and the measures the tests, the benchmark and the context-parallel run report (cosine, PSNR).
+Shared by python/tests/test_diffusers_cpu.py, python/tests/test_integrations_gpu.py,
+bench/run_diffusers_benchmark.py and bench/run_context_parallel.py.
+
+MODELS (Flux, Wan) dispatch through diffusers' attention dispatch (set_attention_backend reaches them);
+SDPA_MODELS (CogVideoX, SD3 with an SD3.5 dual-attention block, Lumina 2) have attention processors that call
+torch SDPA themselves: sagejit reaches them through sagejit.integrations.diffusers.enable(). Lumina 2's tiny
+case has two batch items of different caption lengths, so that its attention gets key-padding masks.
 
 Sizes: "tiny" runs on a CPU through sagejit's emulator in seconds (head dim 64: the emulator's smallest
 kernel head dim); "bench" has real model widths, head dim 128 and >= 4k tokens, fewer layers.
@@ -12,6 +17,7 @@ from dataclasses import dataclass
 import torch
 
 MODELS = ("flux", "wan")
+SDPA_MODELS = ("cogvideox", "sd3", "lumina2")
 
 
 @dataclass(frozen=True)
@@ -19,17 +25,26 @@ class Case:
     model: str
     size: str
     config: dict
-    latent: tuple      # flux: (height, width) of the packed image; wan: (frames, height, width) of the latent
-    text_tokens: int
+    latent: tuple      # flux: (height, width) of the packed image; wan, cogvideox: (frames, height, width) of the
+    text_tokens: int   # latent; sd3, lumina2: (height, width) of the latent
+    batch: int = 1
+    padded_text_tokens: int = 0  # lumina2: caption tokens masked out in the last batch item
 
     def tokens(self):
-        """Tokens of the self-attention (Flux: image + text; Wan: video)."""
+        """Tokens of the (joint) self-attention (Flux, CogVideoX, SD3: image or video + text; Wan: video;
+        Lumina 2: image + caption)."""
         if self.model == "flux":
             return self.latent[0] * self.latent[1] + self.text_tokens
+        if self.model == "wan":
+            patch = self.config["patch_size"]
+            return math.prod(n // p for n, p in zip(self.latent, patch))
         patch = self.config["patch_size"]
-        return math.prod(n // p for n, p in zip(self.latent, patch))
+        return math.prod(self.latent[-2:]) // (patch * patch) * (self.latent[0] if self.model == "cogvideox" else 1) \
+            + self.text_tokens
 
     def head_dim(self):
+        if self.model == "lumina2":
+            return self.config["hidden_size"] // self.config["num_attention_heads"]
         return self.config["attention_head_dim"]
 
 
@@ -55,18 +70,53 @@ _WAN = {
 }
 
 
+# Tiny only (CPU tests). CogVideoX: 2 latent frames of 8 x 8, patch 2 -> 32 video + 8 text tokens.
+_COGVIDEOX = {
+    "tiny": dict(config=dict(num_attention_heads=2, attention_head_dim=64, in_channels=4, out_channels=4,
+                             time_embed_dim=32, text_embed_dim=32, num_layers=1, sample_width=8, sample_height=8,
+                             sample_frames=5, patch_size=2, max_text_seq_length=8),
+                 latent=(2, 8, 8), text_tokens=8),
+}
+# SD3: 8 x 8 latent, patch 2 -> 16 image + 8 text tokens; block 0 has SD3.5's second attention (attn2), block 1
+# is the last (context_pre_only).
+_SD3 = {
+    "tiny": dict(config=dict(sample_size=8, patch_size=2, in_channels=4, out_channels=4, num_layers=2,
+                             attention_head_dim=64, num_attention_heads=2, joint_attention_dim=32,
+                             caption_projection_dim=128, pooled_projection_dim=32, pos_embed_max_size=8,
+                             dual_attention_layers=(0,)),
+                 latent=(8, 8), text_tokens=8),
+}
+# Lumina 2: 2 query heads of 64 on 1 k/v head (its processor repeats k/v to all heads before torch SDPA), 8 x 8
+# latent, patch 2 -> 16 image tokens + 8 caption tokens, 2 of them padding in the second batch item.
+_LUMINA2 = {
+    "tiny": dict(config=dict(sample_size=8, patch_size=2, in_channels=4, hidden_size=128, num_layers=1,
+                             num_refiner_layers=1, num_attention_heads=2, num_kv_heads=1, multiple_of=16,
+                             cap_feat_dim=32, axes_dim_rope=(16, 24, 24)),
+                 latent=(8, 8), text_tokens=8, batch=2, padded_text_tokens=2),
+}
+_TABLES = {"flux": _FLUX, "wan": _WAN, "cogvideox": _COGVIDEOX, "sd3": _SD3, "lumina2": _LUMINA2}
+
+
 def case(model, size):
-    table = {"flux": _FLUX, "wan": _WAN}[model]
+    table = _TABLES[model]
+    if size not in table:
+        raise ValueError(f"model {model!r} has no size {size!r}; its sizes: {sorted(table)}")
     return Case(model=model, size=size, **table[size])
+
+
+def _model_class(model):
+    import diffusers
+
+    return getattr(diffusers, {"flux": "FluxTransformer2DModel", "wan": "WanTransformer3DModel",
+                               "cogvideox": "CogVideoXTransformer3DModel", "sd3": "SD3Transformer2DModel",
+                               "lumina2": "Lumina2Transformer2DModel"}[model])
 
 
 def build(c, device, dtype, seed):
     """The transformer with random weights drawn from `seed` on `device` (initialised there: a billion
     parameters take long on a CPU)."""
-    from diffusers import FluxTransformer2DModel, WanTransformer3DModel
-
     torch.manual_seed(seed)
-    cls = FluxTransformer2DModel if c.model == "flux" else WanTransformer3DModel
+    cls = _model_class(c.model)
     with torch.device(device):
         model = cls(**c.config)
         _unit_gain(model)
@@ -88,6 +138,18 @@ def _unit_gain(model):
 def conditioning(c, device, dtype, seed):
     """Everything but the latent and the timestep: text states (and Flux's pooled text and position ids)."""
     g = torch.Generator().manual_seed(seed + 1)
+    batch = c.batch
+    if c.model == "cogvideox":
+        return dict(encoder_hidden_states=torch.randn(batch, c.text_tokens, c.config["text_embed_dim"], generator=g))
+    if c.model == "sd3":
+        return dict(encoder_hidden_states=torch.randn(batch, c.text_tokens, c.config["joint_attention_dim"],
+                                                      generator=g),
+                    pooled_projections=torch.randn(batch, c.config["pooled_projection_dim"], generator=g))
+    if c.model == "lumina2":
+        mask = torch.ones(batch, c.text_tokens, dtype=torch.bool)
+        mask[-1, c.text_tokens - c.padded_text_tokens:] = False
+        return dict(encoder_hidden_states=torch.randn(batch, c.text_tokens, c.config["cap_feat_dim"], generator=g),
+                    encoder_attention_mask=mask)
     if c.model == "flux":
         height, width = c.latent
         img_ids = torch.zeros(height, width, 3)
@@ -103,7 +165,9 @@ def initial_latent(c, seed):
     g = torch.Generator().manual_seed(seed + 2)
     if c.model == "flux":
         return torch.randn(1, c.latent[0] * c.latent[1], c.config["in_channels"], generator=g)
-    return torch.randn(1, c.config["in_channels"], *c.latent, generator=g)
+    if c.model == "cogvideox":  # [B, frames, channels, height, width]
+        return torch.randn(c.batch, c.latent[0], c.config["in_channels"], *c.latent[1:], generator=g)
+    return torch.randn(c.batch, c.config["in_channels"], *c.latent, generator=g)
 
 
 def _to(tensors, device, dtype):
@@ -113,8 +177,8 @@ def _to(tensors, device, dtype):
 
 def forward(model, c, latent, sigma, cond):
     """The transformer's prediction for `latent` at noise level sigma in [0, 1] (flow matching)."""
-    timestep = torch.full((latent.shape[0],), sigma * (1.0 if c.model == "flux" else 1000.0), device=latent.device,
-                          dtype=latent.dtype)
+    timestep = torch.full((latent.shape[0],), sigma * (1.0 if c.model in ("flux", "lumina2") else 1000.0),
+                          device=latent.device, dtype=latent.dtype)
     # return_dict=False: diffusers' context-parallel output hook gathers tensors and tuples, not output classes.
     return model(hidden_states=latent, timestep=timestep, return_dict=False, **cond)[0]
 

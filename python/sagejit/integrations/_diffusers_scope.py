@@ -107,6 +107,17 @@ class _SdpaRouting(torch.overrides.TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+def outside_routing(call):
+    """call() with every _SdpaRouting mode at the top of the stack set aside (torch has already set aside the one
+    whose handler runs): the fallback of an enabled model run inside another enabled model's attention forward
+    reaches torch SDPA, not the outer model's routing again. (Not while compiling: there the outer mode would
+    only decide the same fallback a second time.)"""
+    if not _compiling() and isinstance(torch.overrides._get_current_function_mode(), _SdpaRouting):
+        with torch.overrides._pop_mode_temporarily():
+            return outside_routing(call)
+    return call()
+
+
 class _ModuleScope:
     """One attention module of an enabled model: its name in the report, its hooks, its mode."""
 
@@ -148,7 +159,7 @@ class _ModuleScope:
             keywords = dict(attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, **extra)
             if enable_gqa:
                 keywords["enable_gqa"] = enable_gqa
-            return _SDPA(query, key, value, **keywords)
+            return outside_routing(lambda: _SDPA(query, key, value, **keywords))
 
         refuse = _sdpa_refusal(query, key, value, scale, enable_gqa, extra)
         return self.router.attention(query, key, value, native, tensor_layout="HND", is_causal=bool(is_causal),

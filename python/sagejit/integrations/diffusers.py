@@ -65,8 +65,9 @@ def _sdpa_mask(attn_mask, query, key):
 
 def _local_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, return_lse):
     """One attention on this rank, [B, S, H, D]; the LSE in diffusers' layout [B, S, H]."""
-    def fallback():
-        return _native(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, return_lse)
+    def fallback():  # torch SDPA itself, also inside an enabled model's attention forward (not routed twice)
+        return _diffusers_scope.outside_routing(
+            lambda: _native(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, return_lse))
 
     # torch SDPA's rule (heads of q and k differ only with enable_gqa): the native call says what is wrong.
     refuse = "heads of q and k differ without enable_gqa" if query.shape[2] != key.shape[2] and not enable_gqa \
