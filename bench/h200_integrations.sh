@@ -22,7 +22,8 @@ for mode in "$@"; do
   case $mode in
     tests)
       (cd python && python3 -m pytest -q -p no:cacheprovider -s tests/test_integrations_gpu.py \
-         tests/test_integrations_cpu.py tests/test_diffusers_cpu.py tests/test_comfyui_node.py tests/test_bench_cpu.py) \
+         tests/test_integrations_cpu.py tests/test_diffusers_cpu.py tests/test_diffusers_enable_cpu.py \
+         tests/test_comfyui_node.py tests/test_bench_cpu.py) \
         2>&1 | tee "$out/integrations-tests.log" | grep -v "experimental\|kept in float32" | tail -40 \
         || echo "tests: exit status $?"
       ;;

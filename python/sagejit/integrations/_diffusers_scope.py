@@ -20,8 +20,8 @@ processors (the reasons are in docs/INTEGRATIONS.md too):
   torch._C._nn.scaled_dot_product_attention), and composes with patch_sdpa(), whose wrapper is met first.
 - nesting is exact: each module enters its own mode and leaves it when its forward returns or raises
   (register_forward_hook(always_call=True)); a second enabled model called inside is its own modes.
-- torch.compile (Dynamo) traces torch function modes, so the routed calls are in the graph as
-  torch.ops.sagejit.sageattn.
+- torch.compile (Dynamo, fullgraph too) traces torch function modes, these hooks and the per-thread stack below,
+  so the routed calls are in the graph as torch.ops.sagejit.sageattn and compiled forwards are counted.
 - hooks leave the processors as they are: diffusers reads a processor's __call__ signature to filter the
   keyword arguments it passes, and model.attn_processors / set_attn_processor show and replace processors.
 
@@ -55,9 +55,8 @@ def _stack():
 
 def current_observer():
     """observe(reason) of the attention module whose forward this thread is in (None when none is): the
-    "sagejit" backend counts its calls there too. Under torch.compile the per-module count is not kept."""
-    if _compiling():
-        return None
+    "sagejit" backend counts its calls there too. (torch.compile traces this per-thread stack and the hooks that
+    keep it, so compiled forwards are counted per module as well.)"""
     stack = getattr(_thread, "stack", None)
     return stack[-1][0].observe if stack else None
 
@@ -135,14 +134,9 @@ class _ModuleScope:
         routes_sdpa = not _dispatches(module)  # asked per call: a processor may have been replaced since
         if routes_sdpa:
             self.mode.__enter__()
-        if not _compiling():
-            _stack().append((self, routes_sdpa))
+        _stack().append((self, routes_sdpa))
 
     def leave(self, module, args, output):
-        if _compiling():  # no exceptional exit there (torch runs no always-called hooks while compiling)
-            if not _dispatches(module):
-                self.mode.__exit__(None, None, None)
-            return None
         stack = _stack()
         if not stack or stack[-1][0] is not self:
             return None  # an earlier pre-hook raised before enter() ran: nothing of ours to leave
