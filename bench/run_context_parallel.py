@@ -6,6 +6,8 @@ rank 0 reports agreement (cosine, PSNR, max abs difference) and the time of both
     torchrun --nproc-per-node 2 bench/run_context_parallel.py --size bench --mode ring ulysses
     # CPU, gloo, the emulator (what CI runs, tiny size):
     torchrun --nproc-per-node 2 bench/run_context_parallel.py --device cpu --size tiny
+    # through sagejit.integrations.diffusers.enable(model) instead of set_attention_backend("sagejit"):
+    torchrun --nproc-per-node 2 bench/run_context_parallel.py --backend enable
 
 Prints one JSON line per (model, mode) on rank 0 and writes them to --json when given.
 """
@@ -24,6 +26,8 @@ if os.environ.get("SAGEJIT_TEST_INSTALLED") != "1":  # this checkout's python/sa
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 
 import diffusers_models as dm  # noqa: E402
+
+ENABLE = "enable"  # --backend enable: sagejit_diffusers.enable(model)
 
 
 def _median_ms(fn, device, iterations, warmup):
@@ -84,7 +88,11 @@ def run(args):
             model = dm.build(c, device, dtype, args.seed)
             for parameter in model.parameters():  # identical weights on every rank, whatever the device's RNG
                 dist.broadcast(parameter.data, src=0)
-            model.set_attention_backend(args.backend)
+            report = None
+            if args.backend == ENABLE:  # the one-line path: sagejit_diffusers.enable(model)
+                report = sagejit_diffusers.enable(model)
+            else:
+                model.set_attention_backend(args.backend)
             latent, cond = dm.model_inputs(c, device, dtype, args.seed)
 
             def call():
@@ -103,6 +111,8 @@ def run(args):
                           backend=args.backend, tokens=c.tokens(), head_dim=c.head_dim(), single_ms=single_ms,
                           parallel_ms=parallel_ms, speedup=single_ms / parallel_ms, **agreement,
                           sagejit_counters=sagejit_diffusers.counters())
+            if report is not None:
+                result["enable_report"] = report.totals()
             results.append(result)
             if rank == 0:
                 print(json.dumps(result), flush=True)
@@ -118,7 +128,9 @@ def main():
     parser.add_argument("--size", choices=["tiny", "bench"], default="bench")
     parser.add_argument("--models", nargs="+", choices=dm.MODELS, default=list(dm.MODELS))
     parser.add_argument("--mode", nargs="+", choices=["ring", "ulysses"], default=["ring", "ulysses"])
-    parser.add_argument("--backend", default="sagejit", help="diffusers attention backend (e.g. native to compare)")
+    parser.add_argument("--backend", default="sagejit",
+                        help=f"diffusers attention backend (e.g. native to compare), or {ENABLE!r}: "
+                             "sagejit.integrations.diffusers.enable(model) instead of set_attention_backend")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)

@@ -1,5 +1,6 @@
 import os
 import random
+import socket
 import sys
 
 import pytest
@@ -25,6 +26,16 @@ def seed(request):
     value = int(os.environ.get(SEED_VARIABLE) or random.SystemRandom().randrange(2**31))
     print(f"seed {value}; replay: {SEED_VARIABLE}={value} python -m pytest '{request.node.nodeid}'")
     return value
+
+
+@pytest.fixture
+def free_port():
+    """free_port(): a TCP port on 127.0.0.1 that was free a moment ago (for torch.distributed's rendezvous)."""
+    def pick():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+    return pick
 
 
 @pytest.fixture

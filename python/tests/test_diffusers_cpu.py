@@ -5,7 +5,6 @@ context parallelism (ring, Ulysses) on 2 CPU processes over gloo, against the sa
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 
@@ -149,18 +148,12 @@ def test_real_transformer_denoises_like_native(seed, model):
     assert not torch.equal(ours, native)  # sagejit's result, not native's
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_context_parallel_two_cpu_processes(seed, tmp_path):
+def test_context_parallel_two_cpu_processes(seed, tmp_path, free_port):
     """diffusers' ring and Ulysses over gloo (2 processes), the sagejit backend in strict mode, vs 1 process."""
     report = tmp_path / "cp.json"
     env = dict(os.environ, OMP_NUM_THREADS="1")  # the script finds sagejit as the tests do
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-               str(_free_port()), os.path.join(BENCH, "run_context_parallel.py"), "--device", "cpu", "--size", "tiny",
+               str(free_port()), os.path.join(BENCH, "run_context_parallel.py"), "--device", "cpu", "--size", "tiny",
                "--seed", str(seed), "--json", str(report)]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]

@@ -3,6 +3,10 @@ transformers whose attention processors call torch SDPA themselves (CogVideoX, S
 Lumina 2 with caption padding masks) and one that dispatches (Flux), every attention call accounted for in the
 per-module report, outputs against the native forward, the scope (a second model, other threads and plain SDPA
 calls outside the enabled attention modules are not routed), disable(), pipelines, torch.compile and errors."""
+import json
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -14,10 +18,13 @@ import torch.nn.functional as F  # noqa: E402
 
 import sagejit  # noqa: E402
 import sagejit.integrations.diffusers as sj_diffusers  # noqa: E402
-from diffusers import AutoencoderKL, DiffusionPipeline  # noqa: E402
+from diffusers import AutoencoderKL, DiffusionPipeline, UNet2DConditionModel  # noqa: E402
 from diffusers.models.attention_dispatch import AttentionBackendName, _AttentionBackendRegistry  # noqa: E402
 
 import diffusers_models as dm  # noqa: E402
+
+BENCH = os.path.dirname(os.path.abspath(dm.__file__))
+MIN_COSINE_CP = 0.999  # context parallel vs one process, both sagejit (test_diffusers_cpu.py says why)
 
 # One forward of a tiny random-weight (unit-gain) model, every attention call on sagejit's emulator vs native;
 # measured over 50 seeds each: cosine >= 0.99998 (CogVideoX), 0.99986 (SD3), 0.99993 (Lumina 2, its masked calls
@@ -89,6 +96,27 @@ def test_every_attention_call_reaches_sagejit_or_is_named(seed, model):
     if model == "lumina2":  # its refiner of captions and its joint layers get the padding mask
         assert totals["fallback_reasons"].get("attn_mask", 0) + totals["routed"] == totals["forwards"]
     sj_diffusers.disable(transformer)
+
+
+def test_unet_attention_is_routed(seed):
+    """A UNet's self- and cross-attention (AttnProcessor2_0 calls torch SDPA itself), one head of 64 per block."""
+    torch.manual_seed(seed)
+    unet = UNet2DConditionModel(sample_size=8, in_channels=4, out_channels=4, layers_per_block=1,
+                                block_out_channels=(64, 64), down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+                                up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=32,
+                                attention_head_dim=1, norm_num_groups=32).to(torch.bfloat16).eval()
+    g = torch.Generator().manual_seed(seed + 1)
+    inputs = dict(sample=torch.randn(1, 4, 8, 8, generator=g).to(torch.bfloat16), timestep=torch.tensor([500.0]),
+                  encoder_hidden_states=torch.randn(1, 8, 32, generator=g).to(torch.bfloat16))
+    with torch.no_grad():
+        native = unet(**inputs, return_dict=False)[0]
+        with sj_diffusers.enable(unet) as report:
+            ours = unet(**inputs, return_dict=False)[0]
+    print(report.summary())
+    assert dm.cosine(ours, native) > MIN_COSINE_MODEL and not torch.equal(ours, native)
+    modules = report.modules()
+    assert {name.rsplit(".", 1)[1] for name in modules} == {"attn1", "attn2"}
+    assert all(e["path"] == "sdpa" and e["forwards"] == e["routed"] == 1 for e in modules.values()), modules
 
 
 def test_named_fallback_and_strict(seed):
@@ -291,6 +319,27 @@ def test_enable_traces_with_fullgraph_compile(seed, model, compiled_part):
     assert graphs and all("sagejit" in code and "scaled_dot_product" not in code for code in graphs)
     assert all(e["forwards"] == e["routed"] == 2 for e in report.modules().values()), report.summary()
     sj_diffusers.disable(transformer)
+
+
+def test_context_parallel_through_enable(seed, tmp_path, free_port):
+    """diffusers' ring attention (2 CPU processes over gloo; the mode that needs sagejit's LSE) on a model enabled
+    with enable(): the backend it sets declares context parallelism, every call is routed, and the result agrees
+    with 1 process."""
+    report = tmp_path / "cp.json"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+               str(free_port()), os.path.join(BENCH, "run_context_parallel.py"), "--device", "cpu", "--size", "tiny",
+               "--models", "flux", "--mode", "ring", "--backend", "enable", "--seed", str(seed), "--json", str(report)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+    results = json.loads(report.read_text())
+    assert [r["mode"] for r in results] == ["ring"]
+    for r in results:
+        print(r)
+        assert r["cosine"] > MIN_COSINE_CP, r
+        totals = r["enable_report"]
+        # every forward reached sagejit (the ring makes one local attention per step: more calls than forwards)
+        assert totals["routed"] >= totals["forwards"] > 0 and totals["fallback"] == 0, r
 
 
 def test_errors_name_what_is_accepted():

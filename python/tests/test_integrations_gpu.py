@@ -4,7 +4,6 @@ diffusers' native backend, and context parallelism on two GPUs (skipped with few
 Timings are printed, never asserted."""
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -77,19 +76,13 @@ def test_real_transformer_vs_native(seed, model):
     assert result["accuracy"]["psnr_db"] > MIN_PSNR_MODEL_DB, result["accuracy"]
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="context parallel needs 2 GPUs")
-def test_context_parallel_two_gpus(seed, tmp_path):
+def test_context_parallel_two_gpus(seed, tmp_path, free_port):
     pytest.importorskip("diffusers")
     report = tmp_path / "cp.json"
     env = dict(os.environ)  # the script finds sagejit as the tests do
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-               str(_free_port()), os.path.join(BENCH, "run_context_parallel.py"), "--size", "bench", "--seed",
+               str(free_port()), os.path.join(BENCH, "run_context_parallel.py"), "--size", "bench", "--seed",
                str(seed), "--iterations", "5", "--json", str(report)]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
