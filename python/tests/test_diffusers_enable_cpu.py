@@ -132,6 +132,10 @@ def test_named_fallback_and_strict(seed):
         sj_diffusers.configure(strict=True)
         with pytest.raises(sagejit.UnsupportedCall, match="dtype"):
             forward()
+        # the raise left the module's scope: no mode of ours stays on this thread's stack
+        assert torch.overrides._get_current_function_mode_stack() == []
+        F.scaled_dot_product_attention(*_qkv(seed))  # a leaked mode would route (and count) this call
+        assert sj_diffusers.counters() == {"routed": 0, "fallback": 1, "fallback_reasons": {reason: 1}}
     assert not sj_diffusers.is_enabled(transformer)
 
 
