@@ -41,6 +41,7 @@ def _emulated(emulated_integration):
     emulated_integration(sj_diffusers)
     yield
     _AttentionBackendRegistry.set_active_backend(AttentionBackendName.NATIVE)
+    assert torch.overrides._get_current_function_mode_stack() == [], "a routing mode was left on the stack"
 
 
 def _tiny(model, seed, dtype=torch.bfloat16):
@@ -247,6 +248,29 @@ def test_disable_restores_everything(seed, model):
     again = sj_diffusers.enable(transformer)  # enable() again: a fresh report
     assert again is not report and again.totals()["forwards"] == 0
     sj_diffusers.disable(transformer)
+
+
+def test_disable_during_a_forward(seed):
+    """disable() from another thread while this thread is inside an enabled attention module's forward: the forward
+    in flight still leaves its mode, and then nothing of enable() is left."""
+    _, transformer, forward = _tiny("cogvideox", seed)
+    hooks = _hook_state(transformer)
+    sj_diffusers.enable(transformer)
+    attention = transformer.transformer_blocks[0].attn1
+
+    def disable_from_another_thread(module, args):  # runs after enable()'s pre-hook: the mode is entered
+        thread = threading.Thread(target=sj_diffusers.disable, args=(transformer,))
+        thread.start()
+        thread.join()
+
+    handle = attention.register_forward_pre_hook(disable_from_another_thread)
+    forward()
+    handle.remove()
+    assert torch.overrides._get_current_function_mode_stack() == []
+    assert _hook_state(transformer) == hooks and not sj_diffusers.is_enabled(transformer)
+    routed = sj_diffusers.counters()["routed"]
+    forward()
+    assert sj_diffusers.counters()["routed"] == routed  # nothing routed after disable()
 
 
 def test_disable_leaves_a_backend_set_after_enable(seed):

@@ -125,6 +125,21 @@ class _ModuleScope:
         self.report = report
         self.router = router
         self.mode = _SdpaRouting(self)
+        self.handles = None   # (pre-hook, forward hook), set by enable()
+        self._in_flight = 0   # forwards between enter() and leave(), all threads (eager)
+        self._retired = False
+        self._lock = threading.Lock()
+
+    def retire(self):
+        """disable(): no new forward enters; the forward hook goes once no forward is between its hooks (a forward
+        that another thread runs during disable() must still leave its mode: torch reads a module's forward hooks
+        after its forward, so a hook removed meanwhile would never run)."""
+        pre, post = self.handles
+        pre.remove()
+        with self._lock:
+            self._retired = True
+            if self._in_flight == 0:
+                post.remove()
 
     def observe(self, reason):
         self.report._count(self.name, reason)
@@ -132,6 +147,9 @@ class _ModuleScope:
     def enter(self, module, args):
         self.report._forward(self.name)
         routes_sdpa = not _dispatches(module)  # asked per call: a processor may have been replaced since
+        if not _compiling():  # Dynamo cannot enter a lock; a compiled forward has no exceptional exit to pair up
+            with self._lock:
+                self._in_flight += 1
         if routes_sdpa:
             self.mode.__enter__()
         _stack().append((self, routes_sdpa))
@@ -145,6 +163,11 @@ class _ModuleScope:
             # Back to the stack of modes at entry: a mode the forward entered and did not leave goes too.
             while torch.overrides._pop_mode() is not self.mode:
                 pass
+        if not _compiling():
+            with self._lock:
+                self._in_flight -= 1
+                if self._retired and self._in_flight == 0:
+                    self.handles[1].remove()  # torch iterates a copy of the hooks: removing this one here is safe
         return None
 
     def route_sdpa(self, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
@@ -271,7 +294,7 @@ def _weakrefable(obj):
 class _EnabledModel:
     def __init__(self, report):
         self.report = report
-        self.handles = []
+        self.scopes = []
         self.backends = {}  # id(processor) -> (processor, its _attention_backend before enable())
 
 
@@ -334,8 +357,9 @@ def enable(target, router, backend):
                     state.backends[id(module.processor)] = (module.processor, module.processor._attention_backend)
                     module.processor._attention_backend = backend
                 report._add(name, PATH_BACKEND if dispatches else PATH_SDPA)
-                state.handles.append(module.register_forward_pre_hook(scope.enter))
-                state.handles.append(module.register_forward_hook(scope.leave, always_call=True))
+                scope.handles = (module.register_forward_pre_hook(scope.enter),
+                                 module.register_forward_hook(scope.leave, always_call=True))
+                state.scopes.append(scope)
             _enabled[model] = state
     return report
 
@@ -352,8 +376,8 @@ def disable(target, backend=None):
         for model, state in states:
             if state is None:
                 continue
-            for handle in state.handles:
-                handle.remove()
+            for scope in state.scopes:
+                scope.retire()
             for processor, previous in state.backends.values():
                 # Given back only where it is still ours: a backend set after enable() is the user's.
                 if backend is None or processor._attention_backend is backend:
