@@ -130,6 +130,21 @@ SJ_DEVICE sj_v4i read_v_frags(const sj_u8* v_tile, int cb, int g, int lane) {
   return *(const sj_v4i*)(v_tile + (cb * 16 + sj_g12_v_frag_channel(lane)) * kVRowBytes + sj_g12_v_frag_key(2 * g, lane, 0));
 }
 
+// Sets the values of one query's masked keys of the tile to -inf (lane `lane`'s accumulator layout).
+// Keys are taken relative to the lane's first key, key0 = key - offset (visibility is shift
+// invariant), so each test compares a constant offset with two per-lane limits instead of computing
+// every key. The limits pass through an opaque copy so that each call computes its own compares
+// inside its masked branch; otherwise the compiler hoists them into the unmasked path to share them.
+SJ_DEVICE void mask_keys(float (&x)[kKBlocks][8], int query_rel, int seq_kv_rel, int lane) {
+  asm volatile("" : "+v"(query_rel), "+v"(seq_kv_rel));
+#pragma unroll
+  for (int kb = 0; kb < kKBlocks; ++kb)
+#pragma unroll
+    for (int v = 0; v < 8; ++v)
+      if (!sj_key_visible(query_rel, sj_g12_s_key(kb, lane, v) - sj_g12_s_key(0, lane, 0), seq_kv_rel, kCausal))
+        x[kb][v] = sj_neg_inf();
+}
+
 // Stores 8 consecutive output elements; 16-byte stores when the caller's tensor allows it.
 SJ_DEVICE void store_out8(sj_u16* dst, const sj_u16 (&vals)[8], bool aligned16) {
   if (aligned16) {
@@ -263,6 +278,9 @@ void sj_attention_gfx12(SjAttentionParams p) {
         for (int kb = 0; kb < kKBlocks; ++kb) asm volatile("" : "+v"(acc[qb][kb]));
 
       // ---- Scores, mask, online softmax, P quantization (per query column, per lane) ----
+      // The fused form (docs/NUMERICS.md, "Fused scores"): the running state m is the shifted
+      // maximum (row max - P_OFFSET, rounded up), the max runs over float(dot) per 32-key group (one
+      // K scale: scaling by a positive scale commutes with max), and each p is exp2 of one fma.
       float k_scale[kKBlocks / 2];
 #pragma unroll
       for (int g = 0; g < kKBlocks / 2; ++g) k_scale[g] = k_scales[tile_start / SJ_QUANT_BLOCK + g];
@@ -271,40 +289,50 @@ void sj_attention_gfx12(SjAttentionParams p) {
 #pragma unroll
       for (int qb = 0; qb < kQBlocks; ++qb) {
         const int query = wave_row0 + qb * 16 + sj_g12_s_query(lane);
-        float s[kKBlocks][8];
+        float dot[kKBlocks][8];
 #pragma unroll
         for (int kb = 0; kb < kKBlocks; ++kb)
 #pragma unroll
-          for (int v = 0; v < 8; ++v) s[kb][v] = sj_score(acc[qb][kb][v], q_scale[qb], k_scale[kb / 2]);
-        if (needs_mask) {
+          for (int v = 0; v < 8; ++v) dot[kb][v] = (float)acc[qb][kb][v];
+        const int key0 = tile_start + sj_g12_s_key(0, lane, 0);
+        if (needs_mask) mask_keys(dot, query - key0, seq_kv - key0, lane);
+        float lane_max = 0.0f;  // the first group's value (fmax(-inf, x) is not x for a NaN x)
 #pragma unroll
-          for (int kb = 0; kb < kKBlocks; ++kb)
+        for (int g = 0; g < kKBlocks / 2; ++g) {
+          float dot_max = sj_neg_inf();  // folds into the first v_max3
 #pragma unroll
-            for (int v = 0; v < 8; ++v)
-              if (!sj_key_visible(query, tile_start + sj_g12_s_key(kb, lane, v), seq_kv, kCausal)) s[kb][v] = sj_neg_inf();
+          for (int kb = 2 * g; kb < 2 * g + 2; ++kb)
+#pragma unroll
+            for (int v = 0; v < 8; ++v) dot_max = __builtin_fmaxf(dot_max, dot[kb][v]);
+          const float group_max = sj_shifted_group_max(dot_max, q_scale[qb], k_scale[g]);
+          lane_max = g == 0 ? group_max : __builtin_fmaxf(lane_max, group_max);
         }
-        float tile_max = sj_neg_inf();
+        lane_max = sj_shifted_round_up(lane_max);
+        const float m_new = __builtin_fmaxf(m[qb], sj_g12_max_halves(lane_max));
+        // = sj_rescale(m, m_new) without branches: exp2(-inf) is 0 for a row that saw nothing yet.
+        const float ratio = sj_exp2(m[qb] - m_new);
+        alpha[qb] = m[qb] == m_new ? 1.0f : ratio;
+        m[qb] = m_new;
+        float arg[kKBlocks][8];
 #pragma unroll
         for (int kb = 0; kb < kKBlocks; ++kb)
 #pragma unroll
-          for (int v = 0; v < 8; ++v) tile_max = __builtin_fmaxf(tile_max, s[kb][v]);
-        tile_max = sj_g12_max_halves(tile_max);
-        const float m_new = __builtin_fmaxf(m[qb], tile_max);
-        alpha[qb] = sj_rescale(m[qb], m_new);
-        m[qb] = m_new;
-        float tile_sum = 0.0f;
+          for (int v = 0; v < 8; ++v) arg[kb][v] = sj_fused_arg(dot[kb][v], q_scale[qb], k_scale[kb / 2], m_new);
+        // Masked again after the fma: -inf times a zero (or NaN) scale is NaN.
+        if (needs_mask) mask_keys(arg, query - key0, seq_kv - key0, lane);
+        // l = l * alpha + the sum of the quantized p, accumulated onto the rescaled l (two
+        // v_dot4_f32_fp8_fp8 per key block). Each half-wave keeps the sum over its own keys; they are
+        // added once, in the epilogue.
+        float row_sum = l[qb] * alpha[qb];
 #pragma unroll
         for (int kb = 0; kb < kKBlocks; ++kb) {
           float prob[8];
 #pragma unroll
-          for (int v = 0; v < 8; ++v) {
-            prob[v] = sj_prob(s[kb][v], m_new);
-            tile_sum += prob[v];
-          }
+          for (int v = 0; v < 8; ++v) prob[v] = sj_exp2(arg[kb][v]);
           p_frag[qb][kb] = sj_g12_pack_p(prob);
+          row_sum = sj_g12_sum_p(p_frag[qb][kb], row_sum);
         }
-        // Each half-wave keeps the sum over its own keys; they are added once, in the epilogue.
-        l[qb] = l[qb] * alpha[qb] + tile_sum;
+        l[qb] = row_sum;
       }
     }
 
@@ -384,7 +412,7 @@ void sj_attention_gfx12(SjAttentionParams p) {
     if (kWriteLse && sj_g12_lane_half(lane) == 0) {
       const long long row = q_head * seq_q + query;
       const float delta = p.lse_delta ? p.lse_delta[row] : 0.0f;
-      p.lse[row] = sj_lse(m[qb], row_sum, delta);
+      p.lse[row] = sj_lse_fused(m[qb], row_sum, delta);
     }
   }
 }
