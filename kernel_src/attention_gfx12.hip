@@ -87,20 +87,30 @@ SJ_DEVICE int opaque_tid(int tid) {
 
 // Global offsets are 32-bit and added to a uniform (SGPR) tile base, so each load is one
 // global_load_b128 with a scalar base (hence the 4 GiB per KV head limit in the header comment).
-SJ_DEVICE void load_k_tile(ChunkRegs& regs, const sj_i8* k_head, int tile_start, int tid) {
-  const sj_i8* src = k_head + (long long)tile_start * kD;  // K rows are D contiguous bytes
-#pragma unroll
-  for (int i = 0; i < kChunkIters; ++i)
-    if (chunk_exists(tid, i)) regs.chunk[i] = *(const sj_v4i*)(src + (unsigned)(tid * 16 + i * kThreads * 16));
+// The lane's offset (k_lane_offset / v_lane_offset) is computed once, and the key loop passes it
+// through an opaque copy per tile (a v_mov): loop strength reduction otherwise folds it into 64-bit
+// per-lane pointers that cost two VALU adds per load stream and tile.
+SJ_DEVICE unsigned k_lane_offset(int tid) { return (unsigned)tid * 16; }
+SJ_DEVICE unsigned v_lane_offset(int tid, int seq_kv_pad) {
+  return (unsigned)(tid / (kBlockN / 16)) * (unsigned)seq_kv_pad + (tid % (kBlockN / 16)) * 16;
 }
 
-SJ_DEVICE void load_v_tile(ChunkRegs& regs, const sj_u8* v_head, int seq_kv_pad, int tile_start, int tid) {
-  const unsigned thread_offset = (unsigned)(tid / (kBlockN / 16)) * (unsigned)seq_kv_pad + (tid % (kBlockN / 16)) * 16;
+SJ_DEVICE void load_k_tile(ChunkRegs& regs, const sj_i8* k_head, int tile_start, int tid, unsigned lane_offset) {
+#pragma unroll
+  for (int i = 0; i < kChunkIters; ++i) {
+    // K rows are D contiguous bytes; the pass offset is uniform.
+    const sj_i8* src = k_head + (long long)tile_start * kD + i * kThreads * 16;
+    if (chunk_exists(tid, i)) regs.chunk[i] = *(const sj_v4i*)(src + lane_offset);
+  }
+}
+
+SJ_DEVICE void load_v_tile(ChunkRegs& regs, const sj_u8* v_head, int seq_kv_pad, int tile_start, int tid,
+                           unsigned lane_offset) {
 #pragma unroll
   for (int i = 0; i < kChunkIters; ++i) {
     // V^T rows (channels) are seq_kv_pad bytes apart; the pass offset is uniform.
     const sj_u8* src = v_head + tile_start + (long long)(i * kVRowsPerPass) * seq_kv_pad;
-    if (chunk_exists(tid, i)) regs.chunk[i] = *(const sj_v4i*)(src + thread_offset);
+    if (chunk_exists(tid, i)) regs.chunk[i] = *(const sj_v4i*)(src + lane_offset);
   }
 }
 
@@ -208,7 +218,9 @@ void sj_attention_gfx12(SjAttentionParams p) {
 
   const sj_i8* k_head = p.k8 + kv_head * p.seq_kv_pad * kD;
   const sj_u8* v_head = (const sj_u8*)p.v_quant + kv_head * kD * p.seq_kv_pad;
-  const float* k_scales = p.k_scale + kv_head * (p.seq_kv_pad / SJ_QUANT_BLOCK);
+  // Read-only for the whole kernel, so the constant address space: uniform loads become s_load
+  // into SGPRs and q_scale * k_scale a scalar multiply (a global pointer's loads stayed per lane).
+  const SJ_G12_CONSTANT float* k_scales = (const SJ_G12_CONSTANT float*)(p.k_scale + kv_head * (p.seq_kv_pad / SJ_QUANT_BLOCK));
 
   const int group_rows = seq_q - group_row0 < kRowsPerGroup ? seq_q - group_row0 : kRowsPerGroup;
   const int keys = sj_keys_to_visit(group_row0, group_rows, seq_kv, kCausal);
@@ -221,8 +233,9 @@ void sj_attention_gfx12(SjAttentionParams p) {
   // STAGES 2 stores them into the other LDS buffer (one barrier per tile); STAGES 1 has one buffer,
   // so it waits for every wave to finish reading it first (two barriers per tile).
   ChunkRegs k_regs, v_regs;
-  load_k_tile(k_regs, k_head, 0, tid);
-  load_v_tile(v_regs, v_head, p.seq_kv_pad, 0, tid);
+  const unsigned k_offset = k_lane_offset(tid), v_offset = v_lane_offset(tid, p.seq_kv_pad);
+  load_k_tile(k_regs, k_head, 0, tid, k_offset);
+  load_v_tile(v_regs, v_head, p.seq_kv_pad, 0, tid, v_offset);
   store_k_tile(k_regs, lds, tid);
   store_v_tile(v_regs, lds, tid);
   sj_barrier();
@@ -235,6 +248,8 @@ void sj_attention_gfx12(SjAttentionParams p) {
     const sj_u8* k_tile = lds + (kStages == 1 ? 0 : (t & 1) * kStageBytes);
     const sj_u8* v_tile = k_tile + kKTileBytes;
 
+    // Tiles that hold keys past the end or (causal) past a row of the wave's diagonal are masked.
+    const bool needs_mask = tile_start + kBlockN > seq_kv || (kCausal && tile_start + kBlockN - 1 > wave_row0);
     // Waves whose rows are all past the end, or (causal) all before this tile, skip the math.
     const bool wave_computes = wave_active && (!kCausal || tile_start <= wave_last_query);
     sj_v8i acc[kQBlocks][kKBlocks];
@@ -284,7 +299,6 @@ void sj_attention_gfx12(SjAttentionParams p) {
       float k_scale[kKBlocks / 2];
 #pragma unroll
       for (int g = 0; g < kKBlocks / 2; ++g) k_scale[g] = k_scales[tile_start / SJ_QUANT_BLOCK + g];
-      const bool needs_mask = tile_start + kBlockN > seq_kv || (kCausal && tile_start + kBlockN - 1 > wave_row0);
 
 #pragma unroll
       for (int qb = 0; qb < kQBlocks; ++qb) {
@@ -337,8 +351,10 @@ void sj_attention_gfx12(SjAttentionParams p) {
     }
 
     if (has_next) {
-      load_k_tile(k_regs, k_head, tile_start + kBlockN, tid);
-      load_v_tile(v_regs, v_head, p.seq_kv_pad, tile_start + kBlockN, tid);
+      unsigned k_lane = k_offset, v_lane = v_offset;
+      asm volatile("" : "+v"(k_lane), "+v"(v_lane));
+      load_k_tile(k_regs, k_head, tile_start + kBlockN, tid, k_lane);
+      load_v_tile(v_regs, v_head, p.seq_kv_pad, tile_start + kBlockN, tid, v_lane);
     }
 
     if (wave_computes) {

@@ -116,6 +116,10 @@ typedef int sj_v8i __attribute__((ext_vector_type(8)));
 typedef float sj_v4f __attribute__((ext_vector_type(4)));
 typedef float sj_v8f __attribute__((ext_vector_type(8)));
 
+// The constant address space (4): loads through it may be scalar (s_load), for memory the kernel
+// never writes.
+#define SJ_G12_CONSTANT __attribute__((address_space(4)))
+
 // D = A*B + C, signed int8 x signed int8 -> int32 (16x16x16).
 SJ_DEVICE sj_v8i sj_g12_wmma_iu8(sj_v2i a, sj_v2i b, sj_v8i c) {
   return __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32_gfx12(true, a, true, b, c, false);
