@@ -76,9 +76,10 @@ TEST_CASE("gfx12 form: as accurate as the default form against fp64 (D 64/128, c
 TEST_CASE("gfx12 form: with the row sum of the quantized p, a V that is constant over the keys comes out exactly") {
   // out = sum(pq * v) / sum(pq) * sv is v itself when every key has the same v (up to fp32
   // rounding); with l over the fp32 p it is off by the p's quantization error (about 1% for a few keys).
+  // (64 query rows: a row whose error stays inside half a bf16 ulp in every channel shows none.)
   std::mt19937_64 rng(logged_rng()());
-  constexpr std::int64_t N = 5, D = 64;
-  HostTensor q({1, 1, N, D}, DType::bf16, Layout::HND), k({1, 1, N, D}, DType::bf16, Layout::HND),
+  constexpr std::int64_t Nq = 64, N = 5, D = 64;
+  HostTensor q({1, 1, Nq, D}, DType::bf16, Layout::HND), k({1, 1, N, D}, DType::bf16, Layout::HND),
       v({1, 1, N, D}, DType::bf16, Layout::HND);
   fill_normal(q, rng, 0.0, 2.0);
   fill_normal(k, rng, 0.0, 2.0);
@@ -92,7 +93,7 @@ TEST_CASE("gfx12 form: with the row sum of the quantized p, a V that is constant
   const EmulatorResult a = emulate(q.view(), k.view(), v.view(), Layout::HND, quantized);
   const EmulatorResult b = emulate(q.view(), k.view(), v.view(), Layout::HND, fp32_sum);
   double worst_a = 0, worst_b = 0;
-  for (std::int64_t i = 0; i < N; ++i)
+  for (std::int64_t i = 0; i < Nq; ++i)
     for (std::int64_t d = 0; d < D; ++d) {
       const double want = v.get(0, 0, 0, d);
       const double tolerance = std::fabs(want) * 1e-5 + 1e-6;
@@ -104,18 +105,25 @@ TEST_CASE("gfx12 form: with the row sum of the quantized p, a V that is constant
   CHECK(worst_b > 1.0);  // the check tells the two row sums apart
 }
 
-TEST_CASE("gfx12 form: finite and accurate at any score magnitude") {
+TEST_CASE("gfx12 form: finite at any score magnitude, and as accurate as the default form there") {
   // Inputs of magnitude ~1000 give log2-domain scores ~1e7, where an fp32 ulp of the maximum is ~1
   // and the rounding up of the shifted maximum moves it by that much. (That this keeps every p
   // below the convert's overflow is tests/test_gfx12_layout.cpp's, with the device convert's model.)
+  // Such peaked rows lose accuracy to the int8 quantization of q and k in either form (cos ~0.96 at
+  // stddev 100), so the bar is the default form's accuracy on the same inputs.
   std::mt19937_64 rng(logged_rng()());
   for (double stddev : {1.0, 100.0, 1000.0, 3000.0}) {
     const Tensors t = random_tensors(64, 96, 128, rng, stddev);
-    const EmulatorResult r = emulate(t.q.view(), t.k.view(), t.v.view(), Layout::HND, gfx12_options(true, 64));
+    const EmulatorOptions gfx12 = gfx12_options(true, 64);
+    EmulatorOptions plain = gfx12;
+    plain.fused_scores = plain.sum_quantized_p = false;
     const ReferenceResult ref = reference_attention(t.q.view(), t.k.view(), t.v.view(), Layout::HND, true);
-    const AccuracyMetrics m = measure_accuracy(r.out.host_view(), ref.out);
-    INFO("input stddev ", stddev, ": ", m.summary());
-    CHECK(m.non_finite == 0);
-    CHECK(m.cosine >= 0.99);
+    const AccuracyMetrics a =
+        measure_accuracy(emulate(t.q.view(), t.k.view(), t.v.view(), Layout::HND, gfx12).out.host_view(), ref.out);
+    const AccuracyMetrics b =
+        measure_accuracy(emulate(t.q.view(), t.k.view(), t.v.view(), Layout::HND, plain).out.host_view(), ref.out);
+    INFO("input stddev ", stddev, ": gfx12 ", a.summary(), " | default ", b.summary());
+    CHECK(a.non_finite == 0);
+    CHECK(a.cosine >= b.cosine - 0.01);
   }
 }
