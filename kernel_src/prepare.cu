@@ -14,7 +14,10 @@
 //
 // Compile-time defines: SJ_HEAD_DIM (64|128), SJ_DTYPE (0 bf16, 1 fp16), SJ_PV_FP16 (0|1),
 // SJ_PREPARE_THREADS (128|256), SJ_V_PERMUTE (0 natural key order, 1 the sm80 fp8 order of
-// arch/mma_sm80.h).
+// arch/mma_sm80.h), SJ_KEY_MASK (optional, 1: a key mask, docs/NUMERICS.md "Key masks": a masked key
+// is left out like a key past Nk everywhere: the K mean (over the valid keys, counted per chunk),
+// the K block scales, the V channel scales, and its K and V rows are stored as 0; the quantize
+// kernel's K blocks of KV head 0 also write the log2-domain bias of their 32 keys to key_bias).
 //
 // Padded head dims: SJ_HEAD_DIM is the kernel head dim; a call of p.head_dim < SJ_HEAD_DIM channels
 // (a multiple of 8) is read only in its own channels, and every workspace channel past it is written
@@ -23,6 +26,18 @@
 #include "common/constants.h"
 #include "common/prelude.h"
 #include "common/quant.h"
+#ifndef SJ_KEY_MASK
+#define SJ_KEY_MASK 0
+#endif
+#if SJ_KEY_MASK
+#include "common/key_mask.h"
+// The key mask arrives as each entry's second argument (kernel_src/common/params.h SjKeyMask).
+#define SJ_KEY_MASK_ARGUMENT , SjKeyMask km
+#define SJ_KEY_MASK_PASS , km
+#else
+#define SJ_KEY_MASK_ARGUMENT
+#define SJ_KEY_MASK_PASS
+#endif
 #if SJ_V_PERMUTE == 1
 #include "arch/mma_sm80.h"
 #endif
@@ -50,12 +65,34 @@ SJ_DEVICE int sj_v_key_of_slot(int slot) {
 #endif
 }
 
-SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p) {
+#if SJ_KEY_MASK
+// Whether key n of batch item b takes part (its bias is not -inf).
+SJ_DEVICE bool sj_key_valid(const SjKeyMask& km, int b, int n) {
+  return sj_key_bias_valid(sj_key_bias(km.mask, km.kind, (sj_i64)b * km.stride_b + (sj_i64)n * km.stride_n));
+}
+#endif
+
+SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p SJ_KEY_MASK_ARGUMENT) {
   const int chunk = (int)sj_block_x(), hk = (int)sj_block_y(), b = (int)sj_block_z();
   const int chunks = sj_k_mean_chunks(p.seq_kv);
   const int first = chunk * SJ_K_MEAN_CHUNK;
   const int last = first + SJ_K_MEAN_CHUNK < p.seq_kv ? first + SJ_K_MEAN_CHUNK : p.seq_kv;
   const sj_i64 partial = (((sj_i64)b * p.heads_kv + hk) * chunks + chunk) * SJ_D;
+#if SJ_KEY_MASK
+  // The chunk's valid keys, once per block; KV head 0's block also counts them for the K mean.
+  SJ_SHARED unsigned char valid[SJ_K_MEAN_CHUNK];
+  for (int n = (int)sj_thread_x(); n < SJ_K_MEAN_CHUNK; n += SJ_THREADS)
+    valid[n] = first + n < last && sj_key_valid(km, b, first + n) ? 1 : 0;
+  sj_barrier();
+  if (sj_thread_x() == 0 && hk == 0 && p.smooth_k) {
+    int valid_count = 0;
+    for (int n = 0; n < SJ_K_MEAN_CHUNK; ++n) valid_count += valid[n];
+    km.valid_keys_partial[(sj_i64)b * chunks + chunk] = valid_count;
+  }
+#define SJ_STATS_KEY_VALID(n) (valid[(n) - first] != 0)
+#else
+#define SJ_STATS_KEY_VALID(n) true
+#endif
   // Work items 0..D-1: the K sum of one channel; D..2D-1: max|V| of one channel. Each is a sequential
   // loop over the chunk's tokens in order, which fixes the fp64 summation order of the contract.
   for (int item = (int)sj_thread_x(); item < 2 * SJ_D; item += SJ_THREADS) {
@@ -65,20 +102,22 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p) {
       if (!p.smooth_k) continue;
       const sj_i64 base = b * p.k_stride_b + hk * p.k_stride_h + d;
       double sum = 0.0;
-      for (int n = first; n < end; ++n) sum = sj_add_rn_f64(sum, (double)sj_load_input(p.k, base + n * p.k_stride_n));
+      for (int n = first; n < end; ++n)
+        if (SJ_STATS_KEY_VALID(n)) sum = sj_add_rn_f64(sum, (double)sj_load_input(p.k, base + n * p.k_stride_n));
       p.k_mean_partial[partial + d] = sum;
     } else {
 #if !SJ_PV_FP16
       const sj_i64 base = b * p.v_stride_b + hk * p.v_stride_h + d;
       float amax = 0.0f;
-      for (int n = first; n < end; ++n) amax = sj_amax_update(amax, sj_load_input(p.v, base + n * p.v_stride_n));
+      for (int n = first; n < end; ++n)
+        if (SJ_STATS_KEY_VALID(n)) amax = sj_amax_update(amax, sj_load_input(p.v, base + n * p.v_stride_n));
       p.v_amax_partial[partial + d] = amax;
 #endif
     }
   }
 }
 
-SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p) {
+SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p SJ_KEY_MASK_ARGUMENT) {
   const int hk = (int)sj_block_x(), b = (int)sj_block_y();
   const int chunks = sj_k_mean_chunks(p.seq_kv);
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
@@ -93,7 +132,13 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p) {
         double sum = 0.0;
 #pragma unroll 16
         for (int c = 0; c < chunks; ++c) sum = sj_add_rn_f64(sum, p.k_mean_partial[(head * chunks + c) * SJ_D + d]);
+#if SJ_KEY_MASK
+        int valid_keys = 0;  // integers: any order
+        for (int c = 0; c < chunks; ++c) valid_keys += km.valid_keys_partial[(sj_i64)b * chunks + c];
+        mean = sj_masked_k_mean(sum, valid_keys);
+#else
         mean = sj_k_mean(sum, p.seq_kv);
+#endif
       }
       p.k_mean[head * SJ_D + d] = mean;
     } else {
@@ -162,14 +207,14 @@ SJ_DEVICE bool sj_rows_aligned(const void* input, sj_i64 base, sj_i64 stride_n) 
 // sj_divisor_fast and every x finite), else sj_quantize_int8.
 template <bool kFast, int kPerThread>
 SJ_DEVICE void sj_store_int8_rows(const float (&x)[kPerThread][8], const SjDivisor& scale, int first_row, int seq,
-                                  sj_i8* out) {
+                                  sj_i8* out, const bool (&row_kept)[kPerThread]) {
   const int tid = (int)sj_thread_x();
 #pragma unroll
   for (int k = 0; k < kPerThread; ++k) {
     const int item = tid + k * SJ_THREADS;
     if (item >= SJ_QUANT_BLOCK * SJ_CHUNKS) continue;
     const int r = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
-    const bool valid = first_row + r < seq;
+    const bool valid = first_row + r < seq && row_kept[k];
     sj_u32 packed[2] = {0u, 0u};
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
@@ -184,9 +229,10 @@ SJ_DEVICE void sj_store_int8_rows(const float (&x)[kPerThread][8], const SjDivis
 }
 
 // One 32-row block of Q (is_q) or K: x per element, block amax, int8 with the block scale. Each
-// thread keeps its 8-channel chunks in registers; rows past the sequence and channels past
-// p.head_dim are x = 0 (outside the amax) and written as 0.
-SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int head, int block, float* scratch) {
+// thread keeps its 8-channel chunks in registers; rows past the sequence (and masked keys) and
+// channels past p.head_dim are x = 0 (outside the amax) and written as 0.
+SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int head, int block,
+                                float* scratch SJ_KEY_MASK_ARGUMENT) {
   constexpr int per_thread = (SJ_QUANT_BLOCK * SJ_CHUNKS + SJ_THREADS - 1) / SJ_THREADS;
   const int tid = (int)sj_thread_x();
   const int heads = is_q ? p.heads_q : p.heads_kv;
@@ -200,6 +246,7 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
   const bool vector = sj_rows_aligned(input, base, stride_n);
 
   float x[per_thread][8];
+  bool row_kept[per_thread];  // false: a masked key (stored as 0 like a row past the end)
   // max|x| as the maximum of the magnitudes' bit patterns: for non-negative floats the integer order
   // is the float order, and every NaN pattern is above +inf, so a NaN still wins (two ALU operations
   // per element instead of four for sj_amax_update's compare, NaN test and select).
@@ -209,7 +256,12 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
     const int item = tid + k * SJ_THREADS;
     const int r = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
     const int n = first_row + r;
-    if (item < SJ_QUANT_BLOCK * SJ_CHUNKS && n < seq && d0 < p.head_dim) {
+#if SJ_KEY_MASK
+    row_kept[k] = is_q || n >= seq || sj_key_valid(km, b, n);
+#else
+    row_kept[k] = true;
+#endif
+    if (item < SJ_QUANT_BLOCK * SJ_CHUNKS && n < seq && d0 < p.head_dim && row_kept[k]) {
       float value[8], mean_chunk[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
       sj_load_chunk(input, base + n * stride_n + d0, vector, value);
       if (!is_q) {  // two 16-byte loads: k_mean is a 256-aligned section and d0 a multiple of 8
@@ -239,9 +291,17 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
   // A scale in sj_divisor_fast's range (every finite block of ordinary inputs) also means every x of
   // the block is finite: the branch-free quantizer with the hoisted reciprocal, else the general one.
   if (sj_divisor_fast(scale))
-    sj_store_int8_rows<true>(x, sj_divisor(scale), first_row, seq, out);
+    sj_store_int8_rows<true>(x, sj_divisor(scale), first_row, seq, out, row_kept);
   else
-    sj_store_int8_rows<false>(x, SjDivisor{scale, 0.0f}, first_row, seq, out);
+    sj_store_int8_rows<false>(x, SjDivisor{scale, 0.0f}, first_row, seq, out, row_kept);
+#if SJ_KEY_MASK
+  // KV head 0's K blocks write the log2-domain bias of their 32 keys (-inf past Nk) for the attention kernel.
+  if (!is_q && head == 0 && tid < SJ_QUANT_BLOCK) {
+    const int n = first_row + tid;
+    km.key_bias[(sj_i64)b * p.seq_kv_pad + n] =
+        n < seq ? sj_key_bias(km.mask, km.kind, (sj_i64)b * km.stride_b + (sj_i64)n * km.stride_n) : sj_neg_inf();
+  }
+#endif
   if (tid == 0) (is_q ? p.q_scale : p.k_scale)[head_row0 / SJ_QUANT_BLOCK + block] = scale;
 
   // LSE correction: delta = x . mean_k of the query head's KV head (fp32, any order per the contract).
@@ -351,7 +411,7 @@ SJ_DEVICE void sj_store_v_item(const SjPrepareParams& p, const float* tile, sj_i
 
 // One group of 32 keys of V: quantize and store transposed, keys in the target's slot order. The
 // group is staged in shared memory (loaded in 8-channel chunks); then each thread writes one item.
-SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int group, float* tile) {
+SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int group, float* tile SJ_KEY_MASK_ARGUMENT) {
   const int tid = (int)sj_thread_x();
   const int first_key = group * SJ_QUANT_BLOCK;
   const sj_i64 base = b * p.v_stride_b + hk * p.v_stride_h;
@@ -360,7 +420,12 @@ SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int group,
     const int key = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
     const int n = first_key + key;
     float value[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-    if (n < p.seq_kv && d0 < p.head_dim) sj_load_chunk(p.v, base + n * p.v_stride_n + d0, vector, value);
+#if SJ_KEY_MASK
+    const bool kept = n < p.seq_kv && sj_key_valid(km, b, n);  // a masked key is staged as 0: code 0
+#else
+    const bool kept = n < p.seq_kv;
+#endif
+    if (kept && d0 < p.head_dim) sj_load_chunk(p.v, base + n * p.v_stride_n + d0, vector, value);
 #pragma unroll
     for (int i = 0; i < 8; ++i) tile[key * SJ_D + d0 + i] = value[i];
   }
@@ -374,21 +439,21 @@ SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int group,
   if (SJ_V_PARTS > 3 && part == 3) sj_store_v_item<3 * SJ_V_SLOTS>(p, tile, head, d, first_key);
 }
 
-SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_quantize(SjPrepareParams p) {
+SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_quantize(SjPrepareParams p SJ_KEY_MASK_ARGUMENT) {
   SJ_SHARED float tile[SJ_BLOCK_ELEMENTS];
   SJ_SHARED float scratch[SJ_THREADS + 32];
   const int b = (int)sj_block_y();
   int index = (int)sj_block_x();
   const int q_blocks = p.seq_q_pad / SJ_QUANT_BLOCK, k_blocks = p.seq_kv_pad / SJ_QUANT_BLOCK;
   if (index < p.heads_q * q_blocks) {
-    sj_quantize_rows(p, true, b, index / q_blocks, index % q_blocks, scratch);
+    sj_quantize_rows(p, true, b, index / q_blocks, index % q_blocks, scratch SJ_KEY_MASK_PASS);
     return;
   }
   index -= p.heads_q * q_blocks;
   if (index < p.heads_kv * k_blocks) {
-    sj_quantize_rows(p, false, b, index / k_blocks, index % k_blocks, scratch);
+    sj_quantize_rows(p, false, b, index / k_blocks, index % k_blocks, scratch SJ_KEY_MASK_PASS);
     return;
   }
   index -= p.heads_kv * k_blocks;
-  sj_quantize_v(p, b, index / k_blocks, index % k_blocks, tile);
+  sj_quantize_v(p, b, index / k_blocks, index % k_blocks, tile SJ_KEY_MASK_PASS);
 }
