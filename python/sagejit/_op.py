@@ -1,7 +1,10 @@
 """torch.ops.sagejit.sageattn: the attention as a torch custom operator.
 
     sageattn(Tensor q, Tensor k, Tensor v, int layout, bool causal, float? sm_scale, bool smooth_k,
-             bool return_lse) -> (Tensor out, Tensor lse)
+             bool return_lse, Tensor? key_mask=None) -> (Tensor out, Tensor lse)
+
+`key_mask` is torch SDPA's attn_mask when it is a key mask (sagejit/_key_mask.py: the same for every
+head and query); the kernels read it where it is.
 
 Registered with torch.library at import (torch >= 2.4; no compiled extension, so no torch ABI
 coupling): a CUDA kernel (CUDA and ROCm devices: torch calls both "cuda"), a CPU kernel that runs the
@@ -20,6 +23,7 @@ import threading
 
 import torch
 
+from . import _key_mask
 from ._library import SagejitError, Tensor, UnsupportedCall, check, last_error, library
 from ._torch_tensors import INVALID_ARGUMENT, to_c_tensor
 
@@ -69,7 +73,7 @@ class _Signature:
 
     __slots__ = ("cq", "ck", "cv", "cout", "options", "args", "workspace_bytes", "lse_shape")
 
-    def __init__(self, q, k, v, layout, causal, sm_scale, smooth_k, return_lse, measure_workspace):
+    def __init__(self, q, k, v, layout, causal, sm_scale, smooth_k, return_lse, measure_workspace, key_mask=None):
         self.cq, self.ck, self.cv = to_c_tensor(q, "q"), to_c_tensor(k, "k"), to_c_tensor(v, "v")
         # The output sageattn allocates: q's shape and dtype, dense.
         self.cout = Tensor()
@@ -81,6 +85,7 @@ class _Signature:
             self.cout.strides[i] = stride
             stride *= q.shape[i]
         self.options = _options(layout, causal, sm_scale, smooth_k)
+        self.options.key_mask = _key_mask.c_key_mask(key_mask, q, k, layout)
         self.lse_shape = lse_shape(q, layout) if return_lse else None
         self.args = tuple(ctypes.byref(x) for x in (self.cq, self.ck, self.cv, self.cout, self.options))
         self.workspace_bytes = 0
@@ -106,26 +111,27 @@ class _Signature:
             self.options.lse = None
             self.cout.data = None
 
-    def bind(self, q, k, v, out, lse):
+    def bind(self, q, k, v, out, lse, key_mask=None):
         self.cq.data, self.ck.data, self.cv.data, self.cout.data = (
             q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr())
         self.options.lse = lse.data_ptr() if self.lse_shape is not None else None
+        self.options.key_mask.data = key_mask.data_ptr() if key_mask is not None else None
 
 
 _signatures = threading.local()  # per thread: the ctypes structs are mutated by each call
 
 
-def _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu):
+def _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu, key_mask=None):
     cache = getattr(_signatures, "by_key", None)
     if cache is None:
         cache = _signatures.by_key = {}
     key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, q.device,
-           k.device, v.device, layout, causal, sm_scale, smooth_k, return_lse)
+           k.device, v.device, layout, causal, sm_scale, smooth_k, return_lse, _key_mask.signature(key_mask))
     signature = cache.get(key)
     if signature is None:
         if len(cache) > 256:  # a bound on what a process of changing shapes keeps
             cache.clear()
-        signature = cache[key] = _Signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu)
+        signature = cache[key] = _Signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu, key_mask)
     return signature
 
 
@@ -145,31 +151,33 @@ def _current_stream(device):
     return torch.cuda.current_stream(index).cuda_stream
 
 
-def _gpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+def _gpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, key_mask=None):
     check_op_arguments(q, k, v, layout)
-    signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu=True)
+    signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, True, key_mask)
     out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = _empty_lse(q, signature)
     workspace = torch.empty((signature.workspace_bytes,), dtype=torch.uint8, device=q.device)
-    signature.bind(q, k, v, out, lse)
+    signature.bind(q, k, v, out, lse, key_mask)
     check(library().sagejit_attention_with_workspace(*signature.args, _current_stream(q.device),
                                                      workspace.data_ptr(), signature.workspace_bytes))
     return out, lse
 
 
-def _cpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+def _cpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, key_mask=None):
     check_op_arguments(q, k, v, layout)
-    signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu=False)
+    signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, False, key_mask)
     out = torch.empty(q.shape, dtype=q.dtype)
     lse = _empty_lse(q, signature)
-    signature.bind(q, k, v, out, lse)
+    signature.bind(q, k, v, out, lse, key_mask)
     # None: the library's default target, whose kernels' numerics are emulated (sagejit.h).
     check(library().sagejit_emulate_attention(*signature.args, None))
     return out, lse
 
 
-def _fake_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+def _fake_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, key_mask=None):
     check_op_arguments(q, k, v, layout)
+    if key_mask is not None:
+        _key_mask.key_mask_view(key_mask, q, k, layout)
     out = q.new_empty(q.shape)
     lse = q.new_empty(lse_shape(q, layout) if return_lse else (0,), dtype=torch.float32)
     return out, lse
@@ -186,7 +194,7 @@ def _backward(ctx, grad_out, grad_lse):
 
 _library = torch.library.Library("sagejit", "DEF")
 _library.define("sageattn(Tensor q, Tensor k, Tensor v, int layout, bool causal, float? sm_scale, bool smooth_k, "
-                "bool return_lse) -> (Tensor, Tensor)")
+                "bool return_lse, Tensor? key_mask=None) -> (Tensor, Tensor)")
 _library.impl("sageattn", _gpu_kernel, "CUDA")
 _library.impl("sageattn", _cpu_kernel, "CPU")
 torch.library.register_fake("sagejit::sageattn", _fake_kernel, lib=_library)
