@@ -334,6 +334,8 @@ void sj_attention_gfx12(SjAttentionParams p) {
             const float lower = uniform_bias[key0 + v], upper = uniform_bias[key0 + 16 + v];
             s[kb][v] = sj_masked_score(s[kb][v], upper_half ? upper : lower);
           }
+          // One key block's 16 biases at a time: all of a 64-key tile's (64 SGPRs) would spill SGPRs.
+          if (kKBlocks > 2) __builtin_amdgcn_sched_barrier(0);
         }
 #endif
         if (needs_mask) {

@@ -40,11 +40,11 @@ SJ_HOST_DEVICE float sj_key_bias(const void* mask, int kind, sj_i64 offset) {
 // take part (and make the rows that see them NaN, as in SDPA).
 SJ_HOST_DEVICE bool sj_key_bias_valid(float bias) { return bias != sj_neg_inf(); }
 
-// Step 1 with a mask: the dequantized score plus the key's bias (one fp32 add); a masked key's score
-// is -inf whatever its dot product (its K row is 0, but a non-finite block scale would give NaN).
-SJ_HOST_DEVICE float sj_masked_score(float score, float bias) {
-  return sj_key_bias_valid(bias) ? score + bias : sj_neg_inf();
-}
+// Step 1 with a mask: the dequantized score plus the key's bias (one fp32 add). A masked key's K row
+// is 0, so its score is 0 * scale + -inf = -inf unless its block's scale is non-finite (a non-finite
+// input of another key of the block): then NaN, which spreads as docs/NUMERICS.md's non-finite table
+// says for that block. The emulator leaves masked keys out before this (they are not visible).
+SJ_HOST_DEVICE float sj_masked_score(float score, float bias) { return score + bias; }
 
 // Step 8 with a mask: a row that saw no valid key (l == 0: every key it may see is masked) gives 0,
 // as torch SDPA's math gives for a fully masked row; any other row is sj_output's (acc / l) * sv.
