@@ -4,8 +4,8 @@
 # 1. `pip wheel .` there (its scikit-build-core, no build isolation: no internet), installed into the
 #    machine's torch environment (as a user installs into theirs); wheel size and times printed.
 # 2. The Python tests (CPU and GPU) against the INSTALLED wheel (SAGEJIT_TEST_INSTALLED=1).
-# 3. bench/python_op_host.py: per-call host cost and first-call latency, side by side in one process
-#    with the previous tree's Python path when <previous-source-tree> is given (built here too).
+# 3. bench/python_op_host.py: per-call host cost and first-call latency (the previous tree's Python
+#    path too, in a process of its own, when <previous-source-tree> is given: built here too).
 # <deps-prefix>: bench/h200_build.sh.
 set -euo pipefail
 deps=$(realpath "$1")
@@ -31,11 +31,12 @@ SAGEJIT_TEST_INSTALLED=1 PATH=$bin:$PATH python3 -m pytest -q -p no:cacheprovide
   "$src/python/tests" 2>&1 | tee "$out/pytest-installed.txt" | tail -25
 cd "$src"
 
-old_args=()
 if [[ -n "$previous" ]]; then
   sj_build "$previous" /tmp/sj-previous "$deps" -DSAGEJIT_BUILD_TESTS=OFF -DSAGEJIT_BUILD_TOOLS=OFF \
     --target sagejit >/dev/null
-  old_args=(--old-python "$previous/python/sagejit" --old-library /tmp/sj-previous/runtime/libsagejit.so)
+  # The previous tree in a process of its own (two sagejit packages cannot share torch's op namespace).
+  PYTHONPATH="$previous/python" SAGEJIT_LIBRARY=/tmp/sj-previous/runtime/libsagejit.so \
+    python3 bench/python_op_host.py --label previous --json "$out/python_op_host-previous.json" \
+    | tee "$out/python_op_host-previous.txt"
 fi
-python3 bench/python_op_host.py "${old_args[@]}" --json "$out/python_op_host.json" \
-  | tee "$out/python_op_host.txt"
+python3 bench/python_op_host.py --label installed --json "$out/python_op_host.json" | tee "$out/python_op_host.txt"

@@ -52,6 +52,14 @@ void check_error(const CCall& c, sagejit_status expected, const std::string& par
   char workspace[256];
   CHECK(sagejit_attention_with_workspace(&c.q, &c.k, &c.v, &c.out, &c.options, nullptr, workspace, sizeof workspace) ==
         expected);
+  // The launch struct's call validates the same way, with either workspace.
+  sagejit_launch launch = sagejit_default_launch();
+  CHECK(sagejit_attention_launch(&c.q, &c.k, &c.v, &c.out, &c.options, &launch) == expected);
+  CHECK(std::string(sagejit_last_error()) == message);
+  launch.workspace = workspace;
+  launch.workspace_bytes = sizeof workspace;
+  CHECK(sagejit_attention_launch(&c.q, &c.k, &c.v, &c.out, &c.options, &launch) == expected);
+  CHECK(std::string(sagejit_last_error()) == message);
 }
 
 }  // namespace
@@ -242,6 +250,55 @@ TEST_CASE("C ABI: options carry their size; an older, smaller struct is accepted
     CHECK(sagejit_workspace_size(&c.q, &c.k, &c.v, &options, &bytes) == SAGEJIT_ERROR_INVALID_ARGUMENT);
     CHECK(contains(sagejit_last_error(), "options.struct_size"));
   }
+}
+
+TEST_CASE("C ABI: the launch struct carries its size, defaults to the default stream and the runtime's workspace") {
+  const sagejit_launch defaults = sagejit_default_launch();
+  CHECK(defaults.struct_size == sizeof(sagejit_launch));
+  CHECK(defaults.stream == nullptr);
+  CHECK(defaults.workspace == nullptr);
+  CHECK(defaults.workspace_bytes == 0);
+  CHECK(SAGEJIT_LAUNCH_V1_SIZE == sizeof(sagejit_launch));  // no field appended yet
+  const CCall c = make_c_call(Layout::HND);
+  // A valid call passes the launch struct's checks (NULL, the defaults, a workspace) and then
+  // depends on the device, exactly as sagejit_attention and sagejit_attention_with_workspace do.
+  const sagejit_status plain = sagejit_attention(&c.q, &c.k, &c.v, &c.out, &c.options, nullptr);
+  const std::string plain_message = sagejit_last_error();
+  CHECK(sagejit_attention_launch(&c.q, &c.k, &c.v, &c.out, &c.options, nullptr) == plain);
+  CHECK(std::string(sagejit_last_error()) == plain_message);
+  CHECK(sagejit_attention_launch(&c.q, &c.k, &c.v, &c.out, &c.options, &defaults) == plain);
+  if (plain != SAGEJIT_SUCCESS) {
+    char workspace[256];
+    const sagejit_status with = sagejit_attention_with_workspace(&c.q, &c.k, &c.v, &c.out, &c.options, nullptr,
+                                                                 workspace, sizeof workspace);
+    const std::string with_message = sagejit_last_error();
+    sagejit_launch launch = defaults;
+    launch.workspace = workspace;
+    launch.workspace_bytes = sizeof workspace;
+    CHECK(sagejit_attention_launch(&c.q, &c.k, &c.v, &c.out, &c.options, &launch) == with);
+    CHECK(std::string(sagejit_last_error()) == with_message);
+  }
+
+  // Bytes without a buffer: named, nothing launched.
+  sagejit_launch no_buffer = defaults;
+  no_buffer.workspace_bytes = 4096;
+  CHECK(sagejit_attention_launch(&c.q, &c.k, &c.v, &c.out, &c.options, &no_buffer) == SAGEJIT_ERROR_INVALID_ARGUMENT);
+  CHECK_MESSAGE(contains(sagejit_last_error(), "launch->workspace_bytes is 4096 but launch->workspace is NULL"),
+                sagejit_last_error());
+  // Sizes outside [V1, sizeof] name launch.struct_size and the accepted range.
+  for (const std::size_t size : {std::size_t{0}, std::size_t{SAGEJIT_LAUNCH_V1_SIZE - 1}, sizeof(sagejit_launch) + 1}) {
+    CAPTURE(size);
+    sagejit_launch launch = defaults;
+    launch.struct_size = static_cast<uint32_t>(size);
+    CHECK(sagejit_attention_launch(&c.q, &c.k, &c.v, &c.out, &c.options, &launch) == SAGEJIT_ERROR_INVALID_ARGUMENT);
+    const std::string expected = "launch.struct_size is " + std::to_string(size) + "; accepted: " +
+                                 std::to_string(SAGEJIT_LAUNCH_V1_SIZE) + " to " + std::to_string(sizeof(sagejit_launch)) +
+                                 " bytes (start from sagejit_default_launch()";
+    CHECK_MESSAGE(contains(sagejit_last_error(), expected), sagejit_last_error());
+  }
+  // The tensors and options are checked first: their errors are the ones reported.
+  CHECK(sagejit_attention_launch(nullptr, &c.k, &c.v, &c.out, &c.options, &no_buffer) == SAGEJIT_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(sagejit_last_error(), "q is NULL"));
 }
 
 namespace {

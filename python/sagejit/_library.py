@@ -77,6 +77,16 @@ class Options(ctypes.Structure):
     ]
 
 
+class Launch(ctypes.Structure):
+    # struct_size first (C ABI 1); start from library().sagejit_default_launch(), which sets it.
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("stream", ctypes.c_void_p),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_size_t),
+    ]
+
+
 def _candidates():
     explicit = os.environ.get("SAGEJIT_LIBRARY")
     if explicit:
@@ -108,6 +118,7 @@ def _declare(lib):
     lib.sagejit_attention.argtypes = [tensor_p, tensor_p, tensor_p, tensor_p, options_p, ctypes.c_void_p]
     lib.sagejit_attention_with_workspace.argtypes = [tensor_p, tensor_p, tensor_p, tensor_p, options_p,
                                                      ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    lib.sagejit_attention_launch.argtypes = [tensor_p, tensor_p, tensor_p, tensor_p, options_p, ctypes.POINTER(Launch)]
     lib.sagejit_supports.argtypes = [tensor_p, tensor_p, tensor_p, tensor_p, options_p,
                                      ctypes.POINTER(ctypes.c_int)]
     lib.sagejit_workspace_size.argtypes = [tensor_p, tensor_p, tensor_p, options_p, ctypes.POINTER(ctypes.c_size_t)]
@@ -115,13 +126,15 @@ def _declare(lib):
     lib.sagejit_supports_target.argtypes = [tensor_p, tensor_p, tensor_p, tensor_p, options_p, ctypes.c_char_p,
                                             ctypes.POINTER(ctypes.c_int)]
     lib.sagejit_check_head_dim.argtypes = [ctypes.c_int64]
-    for name in ("sagejit_attention", "sagejit_attention_with_workspace", "sagejit_supports",
+    for name in ("sagejit_attention", "sagejit_attention_with_workspace", "sagejit_attention_launch", "sagejit_supports",
                  "sagejit_workspace_size", "sagejit_release_workspaces", "sagejit_emulate_attention",
                  "sagejit_supports_target", "sagejit_check_head_dim"):
         getattr(lib, name).restype = ctypes.c_int
     lib.sagejit_release_workspaces.argtypes = []
     lib.sagejit_default_options.argtypes = []
     lib.sagejit_default_options.restype = Options
+    lib.sagejit_default_launch.argtypes = []
+    lib.sagejit_default_launch.restype = Launch
     lib.sagejit_last_error.argtypes = []
     lib.sagejit_last_error.restype = ctypes.c_char_p
     lib.sagejit_status_string.argtypes = [ctypes.c_int]

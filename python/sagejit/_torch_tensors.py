@@ -12,10 +12,16 @@ _KERNEL_TORCH_NAMES = ", ".join(f"torch.{TORCH_NAMES[dtype]}" for dtype in KERNE
 DEVICE_TYPES = ("cuda", "cpu")
 
 
+_codes_by_dtype = {}  # the same by torch dtype, filled as dtypes are seen (a call does no str())
+
+
 def dtype_code(dtype, name):
-    code = _DTYPE_CODES.get(str(dtype))
+    code = _codes_by_dtype.get(dtype)
     if code is None:
-        raise UnsupportedCall(f"{name}.dtype {dtype} is not one of [{_KERNEL_TORCH_NAMES}]")
+        code = _DTYPE_CODES.get(str(dtype))
+        if code is None:
+            raise UnsupportedCall(f"{name}.dtype {dtype} is not one of [{_KERNEL_TORCH_NAMES}]")
+        _codes_by_dtype[dtype] = code
     return code
 
 
@@ -28,7 +34,8 @@ def check_tensor(tensor, name):
         raise SagejitError(INVALID_ARGUMENT,
                            f"{name} has {tensor.dim()} dimensions (shape {tuple(tensor.shape)}); sagejit takes 4-D "
                            "tensors ([B, H, N, D] for HND, [B, N, H, D] for NHD)")
-    if tensor.device.type not in DEVICE_TYPES:
+    # is_cuda first: a bool, where tensor.device.type builds a device and a string (a call's hot path).
+    if not tensor.is_cuda and tensor.device.type not in DEVICE_TYPES:
         raise UnsupportedCall(f"{name} is on {tensor.device}; sagejit runs on CUDA or ROCm devices (torch device "
                               "'cuda') and emulates on 'cpu'")
 

@@ -6,7 +6,7 @@ from collections import namedtuple
 
 from . import _key_mask
 from ._library import SagejitError, Tensor, UnsupportedCall, check, last_error, library
-from ._torch_op import torch_op
+from ._torch_op import eager_attention, torch_op
 from ._torch_tensors import INVALID_ARGUMENT, check_tensor, dtype_code, to_c_tensor
 
 _LAYOUTS = {"HND": 0, "NHD": 1}
@@ -79,7 +79,8 @@ def layout_code(tensor_layout):
 
 
 def _check_call(q, k, v, tensor_layout, attn_mask, dropout_p):
-    """The checks Python makes before the op (traceable by torch.compile: no C calls here)."""
+    """The checks Python makes before the op (traceable by torch.compile: no C calls here); the layout code and
+    the device are then checked by the op's kernels (_op.check_op_arguments)."""
     import torch
 
     layout_code(tensor_layout)
@@ -89,9 +90,7 @@ def _check_call(q, k, v, tensor_layout, attn_mask, dropout_p):
     for tensor, name in ((q, "q"), (k, "k"), (v, "v")):
         check_tensor(tensor, name)
         dtype_code(tensor.dtype, name)
-    if k.device != q.device or v.device != q.device:
-        raise SagejitError(INVALID_ARGUMENT, f"q, k and v must be on one device (q: {q.device}, k: {k.device}, "
-                           f"v: {v.device})")
+    # One device for q, k and v: the op's own check (_op.check_op_arguments), which every path runs.
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         raise UnsupportedCall("a gradient: q, k or v requires grad, and sagejit has no backward (inference only); "
                               "call it under torch.no_grad() / torch.inference_mode(), or use torch SDPA to train")
@@ -112,7 +111,9 @@ def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, retur
     the natural log-sum-exp of the scaled scores, fp32 [B, Hq, Nq] (what torch.logsumexp gives).
 
     Runs torch.ops.sagejit.sageattn on the current stream with torch's caching allocator: it traces
-    under torch.compile(fullgraph=True) and records into CUDA/HIP graphs.
+    under torch.compile(fullgraph=True) and records into CUDA/HIP graphs. In eager mode on plain CUDA
+    tensors (no torch function or dispatch mode active) it calls the op's kernel without the dispatcher
+    and the autograd wrapper, allocating the output, the LSE and the workspace as one block.
     attn_mask: torch SDPA's, when it is a key mask, the same for every head and query: bool (True =
     attend) or an additive float32/bfloat16/float16 bias, e.g. [B, 1, 1, Nk] or one expanded to
     [B, H, Nq, Nk] with stride 0 along H and Nq (docs/NUMERICS.md "Key masks"; a row whose keys are all
@@ -122,11 +123,17 @@ def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, retur
     against SageAttention's values and otherwise do not change the computation.
     """
     sageattn_op = torch_op()
-    _check_keywords(kwargs)
+    if kwargs:
+        _check_keywords(kwargs)
     sm_scale = _resolve_scale(sm_scale, scale)
     _check_call(q, k, v, tensor_layout, attn_mask, dropout_p)
-    out, lse = sageattn_op(q, k, v, _LAYOUTS[tensor_layout], bool(is_causal), sm_scale, bool(smooth_k),
-                           bool(return_lse), attn_mask)
+    can_attend_eagerly, attend_eager = eager_attention()
+    if can_attend_eagerly(q, k, v):  # (inputs that need a gradient were refused above)
+        out, lse = attend_eager(q, k, v, _LAYOUTS[tensor_layout], bool(is_causal), sm_scale, bool(smooth_k),
+                                bool(return_lse), attn_mask)
+    else:
+        out, lse = sageattn_op(q, k, v, _LAYOUTS[tensor_layout], bool(is_causal), sm_scale, bool(smooth_k),
+                               bool(return_lse), attn_mask)
     return (out, lse) if return_lse else out
 
 
@@ -139,8 +146,9 @@ def supports(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, retur
         _check_keywords(kwargs)
         sm_scale = _resolve_scale(sm_scale, scale)
         _check_call(q, k, v, tensor_layout, attn_mask, dropout_p)
-        from ._op import _options
+        from ._op import _options, check_op_arguments
 
+        check_op_arguments(q, k, v, _LAYOUTS[tensor_layout])
         options = _options(_LAYOUTS[tensor_layout], is_causal, sm_scale, smooth_k)
         options.lse = q.data_ptr() if return_lse else None
         options.key_mask = _key_mask.c_key_mask(attn_mask, q, k, _LAYOUTS[tensor_layout])

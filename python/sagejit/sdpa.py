@@ -59,6 +59,17 @@ def _head_dim_supported(head_dim):
 _head_dims = {}
 
 
+_kernel_dtype_tuple = None
+
+
+def _kernel_dtypes(torch):
+    """The torch dtypes the kernels take (_abi.kernel_torch_dtypes), built once."""
+    global _kernel_dtype_tuple
+    if _kernel_dtype_tuple is None:
+        _kernel_dtype_tuple = kernel_torch_dtypes(torch)
+    return _kernel_dtype_tuple
+
+
 def _count(routed, reason=None):
     if _compiling():
         return
@@ -92,7 +103,7 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, is_causal, scale, 
         return "not on a CUDA/ROCm device"
     if any(t.device != query.device for t in tensors):
         return "tensors on different devices"
-    if query.dtype not in kernel_torch_dtypes(torch) or key.dtype != query.dtype or value.dtype != query.dtype:
+    if query.dtype not in _kernel_dtypes(torch) or key.dtype != query.dtype or value.dtype != query.dtype:
         return "dtype"
     if key.shape[-1] != query.shape[-1] or value.shape[-1] != query.shape[-1] or \
             not _head_dim_supported(query.shape[-1]):

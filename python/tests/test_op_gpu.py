@@ -1,6 +1,7 @@
 """The torch op on a CUDA/ROCm GPU: torch.compile(fullgraph=True) with inductor and with
 mode="reduce-overhead" (CUDA graphs), graph capture of a warm call and of a process's first call,
-and four threads on four streams. Skipped without a GPU."""
+four threads on four streams, and sageattn's eager call beside the op (one allocation, the op's
+results, a dispatch mode still sees the op). Skipped without a GPU."""
 import os
 import subprocess
 import sys
@@ -109,6 +110,72 @@ def test_four_threads_on_four_streams(seed):
     assert not errors, errors
     for got, want in zip(results, expected):
         assert torch.equal(got, want)
+
+
+def _allocations():
+    """Blocks torch's caching allocator has handed out so far on this device."""
+    return torch.cuda.memory_stats()["allocation.all.allocated"]
+
+
+@pytest.mark.parametrize("return_lse", [False, True])
+def test_eager_call_is_one_allocation_with_the_ops_results(seed, return_lse):
+    # 300 tokens (padded to 384): a workspace just over twice the output, under 16 MiB.
+    q, k, v = _inputs(seed, shape=(2, 4, 300, 128))
+    with torch.no_grad():
+        expected = torch.ops.sagejit.sageattn(q, k, v, 0, True, None, True, return_lse)
+        sageattn(q, k, v, is_causal=True, return_lse=return_lse)  # the signature's first call
+        before = _allocations()
+        got = sageattn(q, k, v, is_causal=True, return_lse=return_lse)
+        allocated = _allocations() - before
+    assert allocated == 1  # output, LSE and workspace in one block
+    out, lse = got if return_lse else (got, None)
+    assert torch.equal(out, expected[0])
+    assert out.shape == q.shape and out.dtype == q.dtype and out.is_contiguous()
+    if return_lse:
+        assert lse.shape == (2, 4, 300) and lse.dtype == torch.float32 and lse.is_contiguous()
+        assert torch.equal(lse, expected[1])
+    # The output and LSE do not overlap each other or the workspace: writing one leaves the other.
+    if return_lse:
+        saved = lse.clone()
+        out.fill_(7)
+        assert torch.equal(lse, saved)
+
+
+def test_eager_call_of_a_large_workspace_allocates_it_apart(seed):
+    # Short queries, long keys: the workspace (> 16 MiB) is many times the output, so it is not kept with it.
+    q = _inputs(seed, shape=(1, 8, 64, 128))[0]
+    k, v = _inputs(seed + 1, shape=(1, 8, 32768, 128))[:2]
+    with torch.no_grad():
+        expected = torch.ops.sagejit.sageattn(q, k, v, 0, False, None, True, False)[0]
+        sageattn(q, k, v)
+        torch.cuda.synchronize()
+        before = _allocations()
+        out = sageattn(q, k, v)
+        allocated = _allocations() - before
+    assert allocated == 2
+    assert out.untyped_storage().nbytes() < 4 * out.numel() * out.element_size()
+    assert torch.equal(out, expected)
+
+
+def test_a_dispatch_mode_still_sees_the_op(seed):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Recorder(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    q, k, v = _inputs(seed, shape=(1, 2, 128, 64))
+    with torch.no_grad():
+        expected = sageattn(q, k, v)
+        with Recorder() as recorder:
+            got = sageattn(q, k, v)
+    assert "sagejit.sageattn.default" in recorder.ops
+    assert torch.equal(got, expected)
 
 
 def test_cpu_and_gpu_ops_agree(seed):

@@ -124,6 +124,33 @@ SAGEJIT_C_API sagejit_status sagejit_attention_with_workspace(const sagejit_tens
                                                               const sagejit_options* options, void* stream,
                                                               void* workspace, size_t workspace_bytes);
 
+/* Where a call runs: the stream and, optionally, the caller's workspace, in one struct that grows like
+ * sagejit_options (struct_size first; start from sagejit_default_launch(), which sets it to the
+ * library's sizeof(sagejit_launch); accepted: SAGEJIT_LAUNCH_V1_SIZE up to that size). */
+typedef struct sagejit_launch {
+  uint32_t struct_size;   /* bytes of this struct as the caller declared it (since ABI 1) */
+  void* stream;           /* cudaStream_t / hipStream_t; NULL = the default stream */
+  void* workspace;        /* a device buffer of workspace_bytes (>= sagejit_workspace_size, aligned to 256 bytes),
+                             or NULL: the runtime's own per-(device, stream) workspace */
+  size_t workspace_bytes; /* 0 when workspace is NULL */
+  /* Append new fields here (and a SAGEJIT_LAUNCH_V<n>_SIZE for them); never reorder or remove. */
+} sagejit_launch;
+
+/* The size of the first sagejit_launch: everything up to and including workspace_bytes. */
+#define SAGEJIT_LAUNCH_V1_SIZE (offsetof(sagejit_launch, workspace_bytes) + sizeof(size_t))
+
+/* Defaults: struct_size = sizeof(sagejit_launch), the default stream, the runtime's workspace. */
+SAGEJIT_C_API sagejit_launch sagejit_default_launch(void);
+
+/* sagejit_attention / sagejit_attention_with_workspace with the stream and workspace in `launch`
+ * (NULL = sagejit_default_launch()): one struct a caller fills once and reuses, setting the stream and
+ * workspace of each call. A repeated call of one signature (shapes, dtype, options; not the pointers or
+ * strides) is a lookup of its plan and kernels plus the launches: no host allocation. A workspace of
+ * NULL with workspace_bytes != 0 is SAGEJIT_ERROR_INVALID_ARGUMENT naming launch->workspace_bytes. */
+SAGEJIT_C_API sagejit_status sagejit_attention_launch(const sagejit_tensor* q, const sagejit_tensor* k,
+                                                      const sagejit_tensor* v, const sagejit_tensor* out,
+                                                      const sagejit_options* options, const sagejit_launch* launch);
+
 /* CPU emulation of sagejit_attention (sagejit::emulate_attention): the emulator of the quantized
  * algorithm (docs/NUMERICS.md) on HOST memory. q, k, v, out and options->lse (fp32 [B, Hq, Nq]
  * contiguous, or NULL) are host pointers; each tensor's `device` and options->device are ignored.

@@ -22,7 +22,7 @@ namespace {
 // planned once per signature (plan/plan_cache.hpp).
 struct PreparedCall {
   AttentionProblem problem;
-  CallDevice device;
+  Device* backend = nullptr;
   std::shared_ptr<const AttentionPlan> plan;
 };
 
@@ -30,8 +30,8 @@ PreparedCall prepare_call(const TensorView& q, const TensorView& k, const Tensor
                           const AttentionOptions& options) {
   PreparedCall call;
   call.problem = out != nullptr ? validate_attention(q, k, v, *out, options) : validate_attention_inputs(q, k, v, options);
-  call.device = resolve_device(call.problem.device);
-  call.plan = cached_plan(call.problem.call, device_target(*call.device.backend, call.problem.device));
+  call.backend = &checked_backend(call.problem.device);
+  call.plan = cached_plan(call.problem.call, device_target(*call.backend, call.problem.device));
   return call;
 }
 
@@ -55,9 +55,9 @@ std::size_t workspace_size(const TensorView& q, const TensorView& k, const Tenso
 void attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                const AttentionOptions& options, void* stream) {
   const PreparedCall call = prepare_call(q, k, v, &out, options);
-  const WorkspacePool::Lease lease = workspace_pool().acquire(*call.device.backend, call.problem.device, stream,
+  const WorkspacePool::Lease lease = workspace_pool().acquire(*call.backend, call.problem.device, stream,
                                                               call.plan->workspace.total_bytes);
-  run_attention(*call.device.backend, call.problem.device, *call.plan, call.problem.call, lease.data(), stream);
+  run_attention(*call.backend, call.problem.device, *call.plan, call.problem.call, lease.data(), stream);
 }
 
 void attention(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
@@ -72,7 +72,7 @@ void attention(const TensorView& q, const TensorView& k, const TensorView& v, co
   if (reinterpret_cast<std::uintptr_t>(workspace.data) % WorkspaceLayout::alignment != 0)
     fail(ErrorCode::invalid_argument, "workspace.data {} is not aligned to {} bytes", workspace.data,
          WorkspaceLayout::alignment);
-  run_attention(*call.device.backend, call.problem.device, *call.plan, call.problem.call, workspace.data, stream);
+  run_attention(*call.backend, call.problem.device, *call.plan, call.problem.call, workspace.data, stream);
 }
 
 void release_workspaces() { workspace_pool().release_all(); }

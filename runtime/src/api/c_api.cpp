@@ -91,6 +91,19 @@ AttentionOptions to_options(const sagejit_options* options) {
   return result;
 }
 
+sagejit_launch to_launch(const sagejit_launch* launch) {
+  const sagejit_launch result =
+      launch != nullptr ? read_sized_struct(*launch, SAGEJIT_LAUNCH_V1_SIZE, sagejit_default_launch(), "launch",
+                                            "sagejit_default_launch()")
+                        : sagejit_default_launch();
+  if (result.workspace == nullptr && result.workspace_bytes != 0)
+    fail(ErrorCode::invalid_argument,
+         "launch->workspace_bytes is {} but launch->workspace is NULL; pass a device buffer of that many bytes, or "
+         "0 bytes for the runtime's own workspace",
+         result.workspace_bytes);
+  return result;
+}
+
 // The converted arguments of one call, in a fixed order (q, k, v, out, options) so that the first bad
 // argument is the one reported.
 struct CallArguments {
@@ -132,6 +145,29 @@ sagejit_status sagejit_attention(const sagejit_tensor* q, const sagejit_tensor* 
   return guarded([&] {
     const CallArguments call(q, k, v, out, options);
     attention(call.q, call.k, call.v, call.out, call.options, stream);
+  });
+}
+
+sagejit_launch sagejit_default_launch(void) {
+  sagejit_launch launch{};
+  launch.struct_size = sizeof(sagejit_launch);
+  launch.stream = nullptr;
+  launch.workspace = nullptr;
+  launch.workspace_bytes = 0;
+  return launch;
+}
+
+sagejit_status sagejit_attention_launch(const sagejit_tensor* q, const sagejit_tensor* k, const sagejit_tensor* v,
+                                        const sagejit_tensor* out, const sagejit_options* options,
+                                        const sagejit_launch* launch) {
+  return guarded([&] {
+    const CallArguments call(q, k, v, out, options);
+    const sagejit_launch where = to_launch(launch);
+    if (where.workspace == nullptr)
+      attention(call.q, call.k, call.v, call.out, call.options, where.stream);
+    else
+      attention(call.q, call.k, call.v, call.out, call.options, where.stream,
+                Workspace{where.workspace, where.workspace_bytes});
   });
 }
 

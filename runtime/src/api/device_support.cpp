@@ -35,28 +35,47 @@ void check_arch_has_kernels(const std::string& target) {
        fmt::join(attention_archs(), ", "));
 }
 
+namespace {
+
+// Device properties do not change while the process runs: each ordinal is queried and checked once.
+struct CheckedDevices {
+  std::mutex mutex;
+  std::map<std::pair<Device*, int>, DeviceInfo> infos;
+};
+
+CheckedDevices& checked_devices() {
+  static CheckedDevices devices;
+  return devices;
+}
+
+// The checked info of `ordinal` on `backend`, checking it on first use; the caller holds the mutex.
+const DeviceInfo& checked_info(CheckedDevices& devices, Device& backend, int ordinal) {
+  const auto found = devices.infos.find({&backend, ordinal});
+  if (found != devices.infos.end()) return found->second;
+  const int count = backend.device_count();
+  if (ordinal < 0 || ordinal >= count)
+    fail(ErrorCode::invalid_argument, "device {} is out of range: the {} runtime has {} device(s) (0..{})", ordinal,
+         to_string(backend.vendor()), count, count - 1);
+  DeviceInfo info = backend.info(ordinal);
+  check_arch_has_kernels(info.target);
+  return devices.infos.emplace(std::pair{&backend, ordinal}, std::move(info)).first->second;
+}
+
+}  // namespace
+
+Device& checked_backend(int ordinal) {
+  Device& backend = default_device();
+  CheckedDevices& devices = checked_devices();
+  const std::lock_guard lock(devices.mutex);
+  checked_info(devices, backend, ordinal);
+  return backend;
+}
+
 CallDevice resolve_device(int ordinal) {
   Device& backend = default_device();
-  // Device properties do not change while the process runs; query each ordinal once.
-  static std::mutex mutex;
-  static std::map<std::pair<Device*, int>, DeviceInfo> infos;
-  CallDevice result{&backend, {}};
-  {
-    std::lock_guard lock(mutex);
-    const auto found = infos.find({&backend, ordinal});
-    if (found != infos.end()) {
-      result.info = found->second;
-    } else {
-      const int count = backend.device_count();
-      if (ordinal < 0 || ordinal >= count)
-        fail(ErrorCode::invalid_argument, "device {} is out of range: the {} runtime has {} device(s) (0..{})",
-             ordinal, to_string(backend.vendor()), count, count - 1);
-      result.info = backend.info(ordinal);
-      check_arch_has_kernels(result.info.target);
-      infos.emplace(std::pair{&backend, ordinal}, result.info);
-    }
-  }
-  return result;
+  CheckedDevices& devices = checked_devices();
+  const std::lock_guard lock(devices.mutex);
+  return {&backend, checked_info(devices, backend, ordinal)};
 }
 
 }  // namespace sagejit

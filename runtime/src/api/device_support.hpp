@@ -20,6 +20,10 @@ struct CallDevice {
   DeviceInfo info;
 };
 
+// The default backend, after the range and arch checks of `ordinal` (made once per ordinal): what a
+// call needs of its device, with nothing copied. Throws like resolve_device.
+Device& checked_backend(int ordinal);
+
 // The default backend's device `ordinal` with its (cached) info, after the range and arch checks.
 // Throws Error(runtime_not_found) without a GPU runtime, Error(invalid_argument) for an ordinal out of
 // range, Error(unsupported) for an arch without kernels.

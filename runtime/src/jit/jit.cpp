@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <shared_mutex>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/env.hpp"
@@ -21,8 +22,50 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
 }
 
-// Loaded modules, once per (device, ordinal, cache key). A front map from the call's inputs lets a
-// repeated call skip rendering and hashing.
+// What decides which module a call gets, without rendering: the device and ordinal, the descriptor,
+// compiler and cache (process-wide objects, identified by address), the specialization and the
+// config's contents. A probe refers to the caller's config (nothing copied, nothing allocated, no
+// string formatted); a remembered key to the table's own copy. The environment is read once per
+// process for this purpose: changing SAGEJIT_* or compiler env vars mid-run does not reload kernels
+// already loaded.
+struct LoadKey {
+  const Device* device;
+  int ordinal;
+  const KernelDesc* desc;
+  const Compiler* compiler;
+  const CodeCache* cache;
+  Specialization spec;
+  const TileConfig* config;
+
+  bool operator==(const LoadKey& other) const {
+    return device == other.device && ordinal == other.ordinal && desc == other.desc && compiler == other.compiler &&
+           cache == other.cache && spec.dtype == other.spec.dtype && spec.head_dim == other.spec.head_dim &&
+           spec.causal == other.spec.causal && spec.write_lse == other.spec.write_lse && spec.v == other.spec.v &&
+           *config == *other.config;
+  }
+};
+
+struct LoadKeyHash {
+  std::size_t operator()(const LoadKey& k) const noexcept {
+    std::size_t hash = 0;
+    const auto mix = [&hash](std::size_t value) { hash ^= value + 0x9e3779b97f4a7c15ULL + (hash << 6) + (hash >> 2); };
+    for (const void* address : {static_cast<const void*>(k.device), static_cast<const void*>(k.desc),
+                                static_cast<const void*>(k.compiler), static_cast<const void*>(k.cache)})
+      mix(std::hash<const void*>{}(address));
+    mix(static_cast<std::size_t>(k.ordinal));
+    mix(static_cast<std::size_t>(k.spec.dtype) | static_cast<std::size_t>(k.spec.head_dim) << 8 |
+        (k.spec.causal ? 1u << 20 : 0u) | (k.spec.write_lse ? 1u << 21 : 0u) | (k.spec.v.pv_fp16 ? 1u << 22 : 0u) |
+        static_cast<std::size_t>(k.spec.v.order) << 24);
+    for (const auto& [name, value] : *k.config) {
+      mix(std::hash<std::string>{}(name));
+      mix(std::hash<int>{}(value));
+    }
+    return hash;
+  }
+};
+
+// Loaded modules, once per (device, ordinal, cache key). A front map from the call's inputs (LoadKey)
+// lets a repeated call skip rendering and hashing: one hash lookup under a shared lock.
 class ModuleTable {
  public:
   static ModuleTable& instance() {
@@ -30,15 +73,12 @@ class ModuleTable {
     return table;
   }
 
-  LoadedKernel* find_fast(const std::string& call_key) {
+  LoadedKernel* find_fast(const LoadKey& probe) {
     std::shared_lock lock(fast_mutex_);
-    const auto it = fast_.find(call_key);
+    const auto it = fast_.find(probe);
     return it == fast_.end() ? nullptr : it->second;
   }
-  void remember_fast(const std::string& call_key, LoadedKernel* kernel) {
-    std::unique_lock lock(fast_mutex_);
-    fast_.emplace(call_key, kernel);
-  }
+  void remember_fast(const LoadKey& probe, LoadedKernel* kernel);
 
   struct Slot {
     std::mutex mutex;
@@ -46,30 +86,29 @@ class ModuleTable {
   };
   std::shared_ptr<Slot> slot(const Device& device, int ordinal, const CacheKey& key) {
     std::lock_guard lock(slots_mutex_);
-    auto& slot = slots_[fmt::format("{}|{}|{}", static_cast<const void*>(&device), ordinal, key.hex())];
+    auto& slot = slots_[SlotKey{&device, ordinal, key}];
     if (!slot) slot = std::make_shared<Slot>();
     return slot;
   }
 
  private:
   std::shared_mutex fast_mutex_;
-  std::unordered_map<std::string, LoadedKernel*> fast_;
+  // The configs the remembered keys point to (one per distinct kernel loaded; loaded kernels are kept
+  // for the life of the process too, so this is bounded by them).
+  std::vector<std::unique_ptr<const TileConfig>> fast_configs_;
+  std::unordered_map<LoadKey, LoadedKernel*, LoadKeyHash> fast_;
   std::mutex slots_mutex_;
-  std::unordered_map<std::string, std::shared_ptr<Slot>> slots_;
+  using SlotKey = std::tuple<const Device*, int, CacheKey>;
+  std::map<SlotKey, std::shared_ptr<Slot>> slots_;
 };
 
-// Everything that decides which module a call gets, without rendering. The environment is read
-// once per process for this purpose: changing SAGEJIT_* or compiler env vars mid-run does not
-// reload kernels already loaded.
-std::string call_key(const Device& device, int ordinal, const KernelDesc& desc, const TileConfig& config,
-                     const Specialization& spec, const Compiler& compiler, const CodeCache& cache) {
-  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|", static_cast<const void*>(&device), ordinal,
-                                static_cast<const void*>(&desc), static_cast<const void*>(&compiler),
-                                static_cast<const void*>(&cache), spec.dtype);
-  key += fmt::format("{}|{}|{}|{}|{}|", spec.head_dim, spec.causal, spec.write_lse, spec.v.pv_fp16,
-                     static_cast<int>(spec.v.order));
-  for (const auto& [name, value] : config) key += fmt::format("{}={},", name, value);
-  return key;
+void ModuleTable::remember_fast(const LoadKey& probe, LoadedKernel* kernel) {
+  std::unique_lock lock(fast_mutex_);
+  if (fast_.contains(probe)) return;  // another thread remembered it meanwhile
+  fast_configs_.push_back(std::make_unique<const TileConfig>(*probe.config));
+  LoadKey kept = probe;
+  kept.config = fast_configs_.back().get();
+  fast_.emplace(kept, kernel);
 }
 
 std::vector<std::byte> compile_and_dump(const KernelBuild& build, const Compiler& compiler) {
@@ -270,7 +309,7 @@ LoadedKernel& load_kernel(Device& device, int ordinal, const KernelDesc& desc, c
                           const Specialization& spec, const Compiler& compiler, CodeCache& cache,
                           const PrebuiltCompilers& prebuilt) {
   auto& table = ModuleTable::instance();
-  const std::string fast_key = call_key(device, ordinal, desc, config, spec, compiler, cache);
+  const LoadKey fast_key{&device, ordinal, &desc, &compiler, &cache, spec, &config};
   if (LoadedKernel* kernel = table.find_fast(fast_key)) return *kernel;
 
   const KernelBuild build = plan_build(desc, config, spec, device_target(device, ordinal).full, compiler);

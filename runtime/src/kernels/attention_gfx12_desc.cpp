@@ -29,8 +29,15 @@ LaunchGeometry gfx12_geometry(int, const TileConfig& config, const Specializatio
 }  // namespace
 
 Gfx12AttentionTile gfx12_attention_tile(const TileConfig& config) {
-  const TileConfig complete = complete_config(attention_gfx12_kernel, config);
-  return {complete.at("waves"), complete.at("rows_per_wave"), complete.at("block_n"), complete.at("stages")};
+  const auto tile_of = [](const TileConfig& complete) {
+    return Gfx12AttentionTile{complete.at("waves"), complete.at("rows_per_wave"), complete.at("block_n"),
+                              complete.at("stages")};
+  };
+  // Every launch reads the plan's config, which is complete: read as it is, without a copy (a repeated
+  // call allocates nothing); a partial one (tables, tools) is completed with the defaults first.
+  const bool complete = config.contains("waves") && config.contains("rows_per_wave") && config.contains("block_n") &&
+                        config.contains("stages");
+  return complete ? tile_of(config) : tile_of(complete_config(attention_gfx12_kernel, config));
 }
 
 Gfx12AttentionFigures gfx12_attention_figures(const Gfx12AttentionTile& tile, int head_dim) {

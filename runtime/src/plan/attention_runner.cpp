@@ -57,10 +57,9 @@ void launch(Device& device, int ordinal, const LoadedKernel& kernel, const Kerne
                 kernel_geometry(desc, entry, config, plan.spec, plan.shape), stream, args);
 }
 
-}  // namespace
-
-void run_attention(Device& device, int ordinal, const AttentionPlan& plan, const AttentionCall& call, void* workspace,
-                   Stream stream) {
+// What a launch needs of its arguments: device pointers, a workspace, an LSE exactly when the plan
+// writes one, the plan's head dim.
+void check_launch_arguments(const AttentionPlan& plan, const AttentionCall& call, const void* workspace) {
   if (call.q == nullptr || call.k == nullptr || call.v == nullptr || call.out == nullptr)
     fail(ErrorCode::invalid_argument, "run_attention: q, k, v and out must be device pointers (one is null)");
   if (workspace == nullptr) fail(ErrorCode::invalid_argument, "run_attention: workspace is null");
@@ -70,10 +69,22 @@ void run_attention(Device& device, int ordinal, const AttentionPlan& plan, const
   if (call.head_dim != plan.head_dim)  // the kernels would read and write the plan's channels
     fail(ErrorCode::invalid_argument, "run_attention: call.head_dim {} differs from the plan's head_dim {}",
          call.head_dim, plan.head_dim);
+}
+
+}  // namespace
+
+PlanKernels load_plan_kernels(Device& device, int ordinal, const AttentionPlan& plan) {
+  return {&load_kernel(device, ordinal, *plan.prepare, plan.prepare_config, plan.spec),
+          &load_kernel(device, ordinal, *plan.attention, plan.attention_config, plan.spec)};
+}
+
+void launch_attention(Device& device, int ordinal, const AttentionPlan& plan, const PlanKernels& kernels,
+                      const AttentionCall& call, void* workspace, Stream stream) {
+  check_launch_arguments(plan, call, workspace);
   const WorkspaceSpans sections = workspace_spans(plan.workspace, static_cast<std::byte*>(workspace));
   const ProblemShape& shape = plan.shape;  // (gqa ratio below)
-  const LoadedKernel& prepare = load_kernel(device, ordinal, *plan.prepare, plan.prepare_config, plan.spec);
-  const LoadedKernel& attention = load_kernel(device, ordinal, *plan.attention, plan.attention_config, plan.spec);
+  const LoadedKernel& prepare = *kernels.prepare;
+  const LoadedKernel& attention = *kernels.attention;
 
   SjPrepareParams pp{};
   pp.q = call.q;
@@ -117,6 +128,12 @@ void run_attention(Device& device, int ordinal, const AttentionPlan& plan, const
   ap.gqa_ratio = shape.heads_q / shape.heads_kv;
   ap.causal = plan.spec.causal ? 1 : 0;
   launch(device, ordinal, attention, *plan.attention, 0, plan.attention_config, plan, stream, &ap, &key_mask);
+}
+
+void run_attention(Device& device, int ordinal, const AttentionPlan& plan, const AttentionCall& call, void* workspace,
+                   Stream stream) {
+  check_launch_arguments(plan, call, workspace);  // before anything is compiled
+  launch_attention(device, ordinal, plan, load_plan_kernels(device, ordinal, plan), call, workspace, stream);
 }
 
 void run_attention(Device& device, int ordinal, const AttentionCall& call, void* workspace, Stream stream) {

@@ -2,8 +2,12 @@
 // Plan once, launch many: repeated attention calls of one signature share one plan. A plan is a pure
 // function of the call's signature (the fields plan_attention reads: sizes, dtype, causal, sm_scale,
 // smooth_k, whether an LSE is written, the explicit configs) and of the full target; pointers and
-// strides are not in it. The tuning tables it consults are loaded once per process and never change
-// after (tuning_tables()), and the target is part of the key, so a kept plan never goes stale.
+// strides are not in it. The tuning tables it consults (shipped + SAGEJIT_CONFIG_PATH overlays) are
+// loaded at their first successful use and never change after (tuning_tables()); a call that fails
+// (a bad overlay included) is not kept, so an overlay fixed after a failed load is the one its plans
+// follow (tests/test_plan_cache_overlay.cpp). The full target is part of the key (a new device of
+// another target plans anew; the kernels are loaded per device and ordinal by the JIT), so a kept
+// plan never goes stale.
 #include <cstddef>
 #include <memory>
 
