@@ -85,8 +85,9 @@ def test_masked_sageattn_matches_torch_sdpa(seed, trial):
     out = sageattn(q, k, v, tensor_layout=layout, is_causal=causal, attn_mask=mask)
     expected = sdpa_reference(q, k, v, mask, causal, layout)
     expected = torch.nan_to_num(expected, nan=0.0)  # (older torch: NaN for all-masked rows; 2.13 gives 0)
-    rows = expected.abs().sum(dim=-1) != 0
-    assert cosine(out[rows], expected[rows]) >= MIN_COS, (shape_kind, mask_dtype, causal, layout)
+    rows = expected.abs().sum(dim=-1) != 0  # rows that see a valid key (a draw may leave none)
+    if rows.any():
+        assert cosine(out[rows], expected[rows]) >= MIN_COS, (shape_kind, mask_dtype, causal, layout)
     assert torch.equal(out[~rows], torch.zeros_like(out[~rows]))
 
 
