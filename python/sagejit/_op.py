@@ -1,10 +1,7 @@
 """torch.ops.sagejit.sageattn: the attention as a torch custom operator, and the eager call beside it.
 
     sageattn(Tensor q, Tensor k, Tensor v, int layout, bool causal, float? sm_scale, bool smooth_k,
-             bool return_lse, Tensor? key_mask=None) -> (Tensor out, Tensor lse)
-
-`key_mask` is torch SDPA's attn_mask when it is a key mask (sagejit/_key_mask.py: the same for every
-head and query); the kernels read it where it is.
+             bool return_lse) -> (Tensor out, Tensor lse)
 
 Registered with torch.library at import (torch >= 2.4; no compiled extension, so no torch ABI
 coupling): a CUDA kernel (CUDA and ROCm devices: torch calls both "cuda"), a CPU kernel that runs the
@@ -30,7 +27,6 @@ import threading
 
 import torch
 
-from . import _key_mask
 from ._library import SagejitError, Tensor, UnsupportedCall, check, error_for, last_error, library
 from ._torch_tensors import INVALID_ARGUMENT, to_c_tensor
 
@@ -100,7 +96,7 @@ class _Signature:
                  "dtype", "lse_shape", "lse_strides", "lse_offset", "workspace_offset", "block_elements",
                  "workspace_in_block")
 
-    def __init__(self, q, k, v, layout, causal, sm_scale, smooth_k, return_lse, measure_workspace, key_mask=None):
+    def __init__(self, q, k, v, layout, causal, sm_scale, smooth_k, return_lse, measure_workspace):
         self.cq, self.ck, self.cv = to_c_tensor(q, "q"), to_c_tensor(k, "k"), to_c_tensor(v, "v")
         # The output sageattn allocates: q's shape and dtype, dense.
         self.cout = Tensor()
@@ -113,7 +109,6 @@ class _Signature:
             stride *= q.shape[i]
         self.shape, self.strides, self.dtype = tuple(q.shape), tuple(strides), q.dtype
         self.options = _options(layout, causal, sm_scale, smooth_k)
-        self.options.key_mask = _key_mask.c_key_mask(key_mask, q, k, layout)
         self.launch = library().sagejit_default_launch()
         self.lse_shape = lse_shape(q, layout) if return_lse else None
         self.args = tuple(ctypes.byref(x) for x in (self.cq, self.ck, self.cv, self.cout, self.options, self.launch))
@@ -153,11 +148,10 @@ class _Signature:
         block_bytes = self.workspace_offset + (self.workspace_bytes if self.workspace_in_block else 0)
         self.block_elements = _round_up(block_bytes) // element
 
-    def bind(self, q, k, v, out, lse, workspace, stream, key_mask=None):
+    def bind(self, q, k, v, out, lse, workspace, stream):
         self.cq.data, self.ck.data, self.cv.data, self.cout.data = (
             q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr())
         self.options.lse = lse.data_ptr() if self.lse_shape is not None else None
-        self.options.key_mask.data = key_mask.data_ptr() if key_mask is not None else None
         self.launch.stream = stream
         self.launch.workspace = workspace
 
@@ -165,18 +159,18 @@ class _Signature:
 _signatures = threading.local()  # per thread: the ctypes structs are mutated by each call
 
 
-def _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu, key_mask=None):
+def _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu):
     cache = getattr(_signatures, "by_key", None)
     if cache is None:
         cache = _signatures.by_key = {}
     # q, k and v are on one device (check_op_arguments), so q's stands for all three.
     key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, q.device,
-           layout, causal, sm_scale, smooth_k, return_lse, None if key_mask is None else _key_mask.signature(key_mask))
+           layout, causal, sm_scale, smooth_k, return_lse)
     signature = cache.get(key)
     if signature is None:
         if len(cache) > 256:  # a bound on what a process of changing shapes keeps
             cache.clear()
-        signature = cache[key] = _Signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu, key_mask)
+        signature = cache[key] = _Signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu)
     return signature
 
 
@@ -209,7 +203,7 @@ def _attention_launch(args):
         raise error_for(status, last_error())
 
 
-def _launch(q, k, v, signature, lse_in_block, key_mask=None):
+def _launch(q, k, v, signature, lse_in_block):
     """Allocates the call's block (and what does not ride in it) and launches; returns (out, lse or None)."""
     device = q.device
     block = torch.empty((signature.block_elements,), dtype=signature.dtype, device=device)
@@ -223,27 +217,27 @@ def _launch(q, k, v, signature, lse_in_block, key_mask=None):
     else:
         separate = torch.empty((signature.workspace_bytes,), dtype=torch.uint8, device=device)
         workspace = separate.data_ptr()  # freed on return: torch's allocator orders its reuse on this stream
-    signature.bind(q, k, v, out, lse, workspace, _current_stream(device), key_mask)
+    signature.bind(q, k, v, out, lse, workspace, _current_stream(device))
     _attention_launch(signature.args)
     return out, lse
 
 
-def _gpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, key_mask=None):
+def _gpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
     check_op_arguments(q, k, v, layout)
-    signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, True, key_mask)
+    signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu=True)
     # What torch.compile and graph capture see: the output (with the workspace behind it) and a tensor
     # of its own for the LSE, always present.
-    out, lse = _launch(q, k, v, signature, False, key_mask)
+    out, lse = _launch(q, k, v, signature, lse_in_block=False)
     return out, lse if lse is not None else torch.empty((0,), dtype=torch.float32, device=q.device)
 
 
-def attend_eager(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, key_mask=None):
+def attend_eager(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
     """The op's CUDA kernel without the dispatcher or autograd, for sagejit.sageattn in eager mode on plain
     CUDA tensors that need no gradient (can_attend_eagerly): one allocation holds the output, the LSE when
     asked and the workspace. Returns (out, lse or None)."""
     check_op_arguments(q, k, v, layout)
-    return _launch(q, k, v, _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, True, key_mask),
-                   True, key_mask)
+    return _launch(q, k, v, _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu=True),
+                   lse_in_block=True)
 
 
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
@@ -263,21 +257,19 @@ def can_attend_eagerly(q, k, v):
             and _dispatch_modes() == 0 and not _function_mode_enabled())
 
 
-def _cpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, key_mask=None):
+def _cpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
     check_op_arguments(q, k, v, layout)
-    signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, False, key_mask)
+    signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu=False)
     out = torch.empty(q.shape, dtype=q.dtype)
     lse = _empty_lse(q, signature)
-    signature.bind(q, k, v, out, lse, None, None, key_mask)
+    signature.bind(q, k, v, out, lse, None, None)
     # None: the library's default target, whose kernels' numerics are emulated (sagejit.h).
     check(library().sagejit_emulate_attention(*signature.args[:5], None))
     return out, lse
 
 
-def _fake_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, key_mask=None):
+def _fake_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
     check_op_arguments(q, k, v, layout)
-    if key_mask is not None:
-        _key_mask.key_mask_view(key_mask, q, k, layout)
     out = q.new_empty(q.shape)
     lse = q.new_empty(lse_shape(q, layout) if return_lse else (0,), dtype=torch.float32)
     return out, lse
@@ -294,7 +286,7 @@ def _backward(ctx, grad_out, grad_lse):
 
 _library = torch.library.Library("sagejit", "DEF")
 _library.define("sageattn(Tensor q, Tensor k, Tensor v, int layout, bool causal, float? sm_scale, bool smooth_k, "
-                "bool return_lse, Tensor? key_mask=None) -> (Tensor, Tensor)")
+                "bool return_lse) -> (Tensor, Tensor)")
 _library.impl("sageattn", _gpu_kernel, "CUDA")
 _library.impl("sageattn", _cpu_kernel, "CPU")
 torch.library.register_fake("sagejit::sageattn", _fake_kernel, lib=_library)

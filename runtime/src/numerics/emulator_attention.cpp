@@ -6,7 +6,6 @@
 
 #include "common/constants.h"
 #include "common/e4m3.h"
-#include "common/key_mask.h"
 #include "common/online_softmax.h"
 #include "core/error.hpp"
 #include "numerics/emulator.hpp"
@@ -65,7 +64,6 @@ void attend_rows(const RowContext& c, std::int64_t b, std::int64_t hq, std::int6
   const float* k_scale = &p.k_scale[idx(kv_head * p.seq_kv_pad / SJ_QUANT_BLOCK)];
   const float* v_values = &c.v_values[idx(kv_head * p.seq_kv_pad * D)];
   const float* v_scale = &p.v_scale[idx(kv_head * D)];
-  const float* key_bias = p.key_bias.empty() ? nullptr : &p.key_bias[idx(b * p.seq_kv_pad)];
 
   std::vector<float> o(idx(D)), tile_o(idx(D)), s(idx(c.block_n)), pq(idx(c.block_n));
   std::vector<unsigned char> visible(idx(c.block_n));
@@ -82,15 +80,13 @@ void attend_rows(const RowContext& c, std::int64_t b, std::int64_t hq, std::int6
       bool any_visible = false;
       for (int j = 0; j < width; ++j) {
         const int key = tile + j;
-        visible[idx(j)] = sj_key_visible(row, key, static_cast<int>(p.seq_kv), c.causal) &&
-                          (key_bias == nullptr || sj_key_bias_valid(key_bias[key]));
+        visible[idx(j)] = sj_key_visible(row, key, static_cast<int>(p.seq_kv), c.causal);
         if (!visible[idx(j)]) continue;
         s[idx(j)] = sj_score(dot_int8<kDim>(q8, &k8[idx(key * D)], D), q_scale, k_scale[key / SJ_QUANT_BLOCK]);
-        if (key_bias != nullptr) s[idx(j)] = sj_masked_score(s[idx(j)], key_bias[key]);
         tile_max = std::max(tile_max, s[idx(j)]);
         any_visible = true;
       }
-      if (!any_visible) continue;  // a fully masked tile changes nothing (the kernels skip it)
+      if (!any_visible) continue;  // a fully masked tile changes nothing
       const float m_new = std::max(m, tile_max);
       const float alpha = sj_rescale(m, m_new);
       float tile_sum = 0.0f;
@@ -116,8 +112,7 @@ void attend_rows(const RowContext& c, std::int64_t b, std::int64_t hq, std::int6
       m = m_new;
     }
     for (std::int64_t d = 0; d < p.head_dim; ++d)  // padded channels are not written
-      c.out.data[c.out.offset(b, hq, i, d)] = sj_to_dtype(
-          key_bias != nullptr ? sj_masked_output(o[idx(d)], l, v_scale[d]) : sj_output(o[idx(d)], l, v_scale[d]), dtype);
+      c.out.data[c.out.offset(b, hq, i, d)] = sj_to_dtype(sj_output(o[idx(d)], l, v_scale[d]), dtype);
     if (c.lse) {
       const float delta = p.lse_delta.empty() ? 0.0f : p.lse_delta[idx(q_head * p.seq_q + i)];
       c.lse[idx(q_head * p.seq_q + i)] = sj_lse(m, l, delta);
@@ -161,8 +156,7 @@ void check_consistent(const PreparedTensors& p, const EmulatorOptions& options) 
       p.k8.size() == idx(p.batch * p.heads_kv * p.seq_kv_pad * D) &&
       p.k_scale.size() == idx(p.batch * p.heads_kv * p.seq_kv_pad / SJ_QUANT_BLOCK) &&
       p.v_scale.size() == idx(p.batch * p.heads_kv * D) &&
-      (p.pv_fp16 ? p.v16.size() : p.v8.size()) == idx(p.batch * p.heads_kv * D * p.seq_kv_pad) &&
-      (p.key_bias.empty() || p.key_bias.size() == idx(p.batch * p.seq_kv_pad));
+      (p.pv_fp16 ? p.v16.size() : p.v8.size()) == idx(p.batch * p.heads_kv * D * p.seq_kv_pad);
   if (!sizes_ok) fail(ErrorCode::invalid_argument, "emulator: prepared workspaces have inconsistent sizes");
 }
 
