@@ -12,15 +12,17 @@ return_lse, else an empty tensor. Arguments are validated by sagejit.sageattn (t
 authoritatively, by the library when the op runs.
 
 Host cost: each thread keeps the ctypes arguments of each call signature (shapes, strides, dtypes,
-device, options; the C ABI's sagejit_launch struct included), so a repeated call sets the data
+devices, options; the C ABI's sagejit_launch struct included), so a repeated call sets the data
 pointers, the stream and the workspace, allocates once from torch's caching allocator and makes one C
 call, which for a repeated signature is a lookup of its plan and kernels plus the launches (no host
 allocation in the library). The op's CUDA kernel allocates the output with the workspace behind it in
-one block (the LSE apart); sagejit.sageattn on plain CUDA tensors in eager mode (no torch.compile, no
-torch function or dispatch mode, no gradient) skips the dispatcher and the autograd wrapper and calls
-`attend_eager`, whose one block also holds the LSE. Measured on an H200 (docs/API.md, "Host cost per
-call", one run): sagejit.sageattn 55 us per call at 1x2x128x128 bf16 (89 us before), of which ~20 us is
-the C call and its four launches; torch SDPA 28.5 us in the same process.
+one block (the LSE apart; workspace_rides_in_block says when the workspace rides along);
+sagejit.sageattn on plain CUDA tensors in eager mode (no torch.compile, no torch function or dispatch
+mode, no gradient) skips the dispatcher and the autograd wrapper (`attend_eager`, whose block also holds
+the LSE), and for a signature this thread has already run also its Python checks (`attend_repeated`).
+Measured on an H200 (docs/API.md, "Host cost per call", one run): a repeated sagejit.sageattn 27.8 us
+per call at 1x2x128x128 bf16 (47.7 us before attend_repeated), of which ~19.5 us is the C call and its
+four launches; torch SDPA 27.9 us in the same process.
 """
 import ctypes
 import threading
@@ -75,13 +77,21 @@ def _options(layout, causal, sm_scale, smooth_k):
 
 # The workspace starts this far into a block (WorkspaceLayout::alignment, which the library checks).
 _BLOCK_ALIGNMENT = 256
-# The workspace rides in the output's allocation when it is at most _WORKSPACE_IN_BLOCK_BYTES or at most
-# _WORKSPACE_IN_BLOCK_MAX_RATIO times the output's size (self-attention's is 1.6-2.1 times, the
-# 128-token padding included): an output then keeps at most that much workspace memory alive for as
-# long as it lives, while a call allocates once. A larger one (long keys for few queries) is its own
-# tensor, freed when the call returns.
-_WORKSPACE_IN_BLOCK_BYTES = 16 << 20
+# The workspace rides in the output's allocation (one allocation a call) only when it is at most
+# _WORKSPACE_IN_BLOCK_MAX_RATIO times the output's size AND at most _WORKSPACE_IN_BLOCK_MAX_BYTES, because
+# it then stays allocated for as long as the output lives: a caller that keeps many outputs (a cache of
+# attention outputs, ring attention's partial outputs) keeps their workspaces too. Both bounds hold it
+# down: at most twice an output's own size (self-attention's workspace is 1.5-2.1 times its output; short,
+# padded sequences and long keys are more) and at most 4 MiB whatever the output's size (a call with a
+# larger workspace runs long enough on the GPU to hide the second allocation; its workspace is its own
+# tensor, freed when the call returns and reused by torch's allocator in stream order).
 _WORKSPACE_IN_BLOCK_MAX_RATIO = 2
+_WORKSPACE_IN_BLOCK_MAX_BYTES = 4 << 20
+
+
+def workspace_rides_in_block(workspace_bytes, out_bytes):
+    """The rule above: whether a workspace of `workspace_bytes` shares the allocation of an output of `out_bytes`."""
+    return workspace_bytes <= min(_WORKSPACE_IN_BLOCK_MAX_RATIO * out_bytes, _WORKSPACE_IN_BLOCK_MAX_BYTES)
 
 
 def _round_up(nbytes):
@@ -92,9 +102,9 @@ class _Signature:
     """The ctypes arguments of one call signature, and where its output, LSE and workspace lie in the one
     block a call allocates; only data pointers, the stream and the workspace change between calls."""
 
-    __slots__ = ("cq", "ck", "cv", "cout", "options", "launch", "args", "workspace_bytes", "shape", "strides",
-                 "dtype", "lse_shape", "lse_strides", "lse_offset", "workspace_offset", "block_elements",
-                 "workspace_in_block")
+    __slots__ = ("cq", "ck", "cv", "cout", "options", "launch", "args", "launch_args", "workspace_bytes", "shape",
+                 "strides", "dtype", "lse_shape", "lse_strides", "lse_offset", "workspace_offset", "block_elements",
+                 "workspace_in_block", "workspace_elements", "gpu", "device_index")
 
     def __init__(self, q, k, v, layout, causal, sm_scale, smooth_k, return_lse, measure_workspace):
         self.cq, self.ck, self.cv = to_c_tensor(q, "q"), to_c_tensor(k, "k"), to_c_tensor(v, "v")
@@ -108,10 +118,14 @@ class _Signature:
             self.cout.strides[i] = strides[i] = stride
             stride *= q.shape[i]
         self.shape, self.strides, self.dtype = tuple(q.shape), tuple(strides), q.dtype
+        self.gpu, self.device_index = measure_workspace, q.get_device()
         self.options = _options(layout, causal, sm_scale, smooth_k)
         self.launch = library().sagejit_default_launch()
         self.lse_shape = lse_shape(q, layout) if return_lse else None
-        self.args = tuple(ctypes.byref(x) for x in (self.cq, self.ck, self.cv, self.cout, self.options, self.launch))
+        structs = (self.cq, self.ck, self.cv, self.cout, self.options, self.launch)
+        self.args = tuple(ctypes.byref(x) for x in structs)
+        # The same six addresses as plain pointers for _launch's untyped call (the structs live as long as self).
+        self.launch_args = tuple(ctypes.c_void_p(ctypes.addressof(x)) for x in structs)
         self.workspace_bytes = 0
         # Asked before anything is allocated for the call, with placeholder addresses (no data is read):
         # a GPU call's workspace, which depends on whether an LSE is written (a per-row correction term),
@@ -126,6 +140,7 @@ class _Signature:
                 check(library().sagejit_workspace_size(self.args[0], self.args[1], self.args[2], self.args[4],
                                                        ctypes.byref(nbytes)))
                 self.workspace_bytes = nbytes.value
+                _attention_launch_function()  # looked up now, not in a call's hot path
             else:
                 supported = ctypes.c_int(0)
                 check(library().sagejit_supports_target(*self.args[:5], None, ctypes.byref(supported)))
@@ -142,11 +157,12 @@ class _Signature:
         lse_elements = self.lse_shape[0] * self.lse_shape[1] * self.lse_shape[2] if return_lse else 0
         self.lse_strides = (self.lse_shape[1] * self.lse_shape[2], self.lse_shape[2], 1) if return_lse else None
         self.lse_offset = _round_up(out_bytes) // 4  # in fp32 elements
-        self.workspace_in_block = (self.workspace_bytes <= _WORKSPACE_IN_BLOCK_BYTES
-                                   or self.workspace_bytes <= _WORKSPACE_IN_BLOCK_MAX_RATIO * out_bytes)
+        self.workspace_in_block = workspace_rides_in_block(self.workspace_bytes, out_bytes)
         self.workspace_offset = _round_up(self.lse_offset * 4 + lse_elements * 4)  # in bytes
         block_bytes = self.workspace_offset + (self.workspace_bytes if self.workspace_in_block else 0)
         self.block_elements = _round_up(block_bytes) // element
+        # A workspace apart, in elements of q's dtype (torch's allocator aligns every block to 512 bytes).
+        self.workspace_elements = -(-self.workspace_bytes // element)
 
     def bind(self, q, k, v, out, lse, workspace, stream):
         self.cq.data, self.ck.data, self.cv.data, self.cout.data = (
@@ -159,13 +175,22 @@ class _Signature:
 _signatures = threading.local()  # per thread: the ctypes structs are mutated by each call
 
 
+def _key(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+    """What a signature is cached by: everything its ctypes arguments, the library's validation of the call
+    and the Python checks of sagejit.sageattn and the op read (shapes, strides, dtypes, each tensor's device,
+    the options), so that a call with an equal key passes or fails them as the signature's first call did
+    (attend_repeated relies on it; the data pointers, which are not in it, are checked by every C call)."""
+    return (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, q.device,
+            k.device, v.device, layout, causal, sm_scale, smooth_k, return_lse)
+
+
 def _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu):
+    """The cached _Signature, made (and validated: to_c_tensor's checks, the library's) on first use. Callers
+    have run check_op_arguments, so a cached signature also passed that."""
     cache = getattr(_signatures, "by_key", None)
     if cache is None:
         cache = _signatures.by_key = {}
-    # q, k and v are on one device (check_op_arguments), so q's stands for all three.
-    key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, q.device,
-           layout, causal, sm_scale, smooth_k, return_lse)
+    key = _key(q, k, v, layout, causal, sm_scale, smooth_k, return_lse)
     signature = cache.get(key)
     if signature is None:
         if len(cache) > 256:  # a bound on what a process of changing shapes keeps
@@ -183,42 +208,53 @@ def _empty_lse(q, signature):
 _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
-def _current_stream(device):
-    index = device.index if device.index is not None else torch.cuda.current_device()
+def _current_stream(index):
+    """The current stream of CUDA device `index` as an address: torch's raw form (one C call, no Stream object)."""
     if _raw_stream is not None:
         return _raw_stream(index)
     return torch.cuda.current_stream(index).cuda_stream
 
 
+# sagejit_attention_launch as a function of six untyped pointers: the library's declaration
+# (_library._declare) has ctypes check each POINTER argument's type on every call, about 1 us of the six;
+# _Signature.launch_args are pointers to the right structs by construction.
+_LAUNCH_PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int, *([ctypes.c_void_p] * 6))
 _c_attention_launch = None
 
 
-def _attention_launch(args):
-    """sagejit_attention_launch(*args), the function looked up once (library() takes a lock)."""
+def _attention_launch_function():
+    """Looks the function up once (library() takes a lock); the library stays loaded for the process."""
     global _c_attention_launch
     if _c_attention_launch is None:
-        _c_attention_launch = library().sagejit_attention_launch
-    status = _c_attention_launch(*args)
-    if status != 0:
-        raise error_for(status, last_error())
+        _c_attention_launch = _LAUNCH_PROTOTYPE(ctypes.cast(library().sagejit_attention_launch, ctypes.c_void_p).value)
+    return _c_attention_launch
 
 
 def _launch(q, k, v, signature, lse_in_block):
-    """Allocates the call's block (and what does not ride in it) and launches; returns (out, lse or None)."""
-    device = q.device
-    block = torch.empty((signature.block_elements,), dtype=signature.dtype, device=device)
-    out = block.as_strided(signature.shape, signature.strides)
+    """Allocates the call's block (and what does not ride in it) and launches; returns (out, lse or None).
+    q.new_empty(n) allocates in q's dtype on q's device: no keyword parsing, and an int size parses faster
+    than a tuple (each of these is a per-call cost of the host-bound small calls)."""
     lse = None
-    if signature.lse_shape is not None:
-        lse = (block.view(torch.float32).as_strided(signature.lse_shape, signature.lse_strides, signature.lse_offset)
-               if lse_in_block else torch.empty(signature.lse_shape, dtype=torch.float32, device=device))
+    if signature.workspace_in_block or (lse_in_block and signature.lse_shape is not None):
+        block = q.new_empty(signature.block_elements)
+        out = block.as_strided(signature.shape, signature.strides)
+        if signature.lse_shape is not None:
+            lse = (block.view(torch.float32).as_strided(signature.lse_shape, signature.lse_strides,
+                                                        signature.lse_offset)
+                   if lse_in_block else torch.empty(signature.lse_shape, dtype=torch.float32, device=q.device))
+    else:  # nothing rides with the output: it is the block, no view needed
+        block = out = q.new_empty(signature.shape)
+        if signature.lse_shape is not None:
+            lse = torch.empty(signature.lse_shape, dtype=torch.float32, device=q.device)
     if signature.workspace_in_block:
         workspace = block.data_ptr() + signature.workspace_offset
     else:
-        separate = torch.empty((signature.workspace_bytes,), dtype=torch.uint8, device=device)
+        separate = q.new_empty(signature.workspace_elements)
         workspace = separate.data_ptr()  # freed on return: torch's allocator orders its reuse on this stream
-    signature.bind(q, k, v, out, lse, workspace, _current_stream(device))
-    _attention_launch(signature.args)
+    signature.bind(q, k, v, out, lse, workspace, _current_stream(signature.device_index))
+    status = _c_attention_launch(*signature.launch_args)
+    if status != 0:
+        raise error_for(status, last_error())
     return out, lse
 
 
@@ -234,7 +270,7 @@ def _gpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
 def attend_eager(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
     """The op's CUDA kernel without the dispatcher or autograd, for sagejit.sageattn in eager mode on plain
     CUDA tensors that need no gradient (can_attend_eagerly): one allocation holds the output, the LSE when
-    asked and the workspace. Returns (out, lse or None)."""
+    asked and the workspace (where workspace_rides_in_block). Returns (out, lse or None)."""
     check_op_arguments(q, k, v, layout)
     return _launch(q, k, v, _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu=True),
                    lse_in_block=True)
@@ -255,6 +291,32 @@ def can_attend_eagerly(q, k, v):
         return False
     return (type(q) is _plain_tensor and type(k) is _plain_tensor and type(v) is _plain_tensor and q.is_cuda
             and _dispatch_modes() == 0 and not _function_mode_enabled())
+
+
+_grad_enabled = torch.is_grad_enabled
+
+
+def attend_repeated(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+    """sagejit.sageattn's call of a signature this thread has already run: (out, lse or None), or None where
+    sageattn's full path must decide (the first call of a signature, torch.compile, a subclass, a torch
+    function or dispatch mode, a gradient). The caller passes only what its checks left unchanged (layout
+    0 or 1 from a valid tensor_layout, real bools, a validated sm_scale) and has refused a mask or dropout.
+    Skipping sageattn's tensor checks and check_op_arguments here is exact: a signature is cached only after
+    they passed, and they read nothing that _key does not hold (the type of each tensor is checked here, the
+    gradient per call); the library validates every C call again."""
+    if (_is_compiling is None or _dispatch_modes is None or _function_mode_enabled is None or _is_compiling()
+            or type(q) is not _plain_tensor or type(k) is not _plain_tensor or type(v) is not _plain_tensor
+            or _dispatch_modes() != 0 or _function_mode_enabled()):
+        return None
+    if _grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        return None  # sageattn's UnsupportedCall
+    cache = getattr(_signatures, "by_key", None)
+    signature = None if cache is None else cache.get(_key(q, k, v, layout, causal, sm_scale, smooth_k, return_lse))
+    if signature is None:
+        return None
+    if signature.gpu:  # a CUDA signature: what attend_eager does, its checks passed
+        return _launch(q, k, v, signature, lse_in_block=True)
+    return sageattn_op(q, k, v, layout, causal, sm_scale, smooth_k, return_lse)  # the emulator's op (CPU)
 
 
 def _cpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):

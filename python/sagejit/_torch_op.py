@@ -10,18 +10,20 @@ from ._library import SagejitError
 _op = None
 _why_not = None
 _eager = None  # (can_attend_eagerly, attend_eager) of _op, once the op is registered
+_repeated = None  # _op.attend_repeated, likewise
 
 
 def torch_op(required=True):
     """torch.ops.sagejit.sageattn.default, registering it on first use. Without a usable torch: None when
     not required, else SagejitError(runtime_not_found) saying why (torch missing, older than 2.4, or its
     import failed: the exception is named)."""
-    global _op, _why_not, _eager
+    global _op, _why_not, _eager, _repeated
     if _op is None and _why_not is None:
         try:
-            from ._op import attend_eager, can_attend_eagerly, sageattn_op
+            from ._op import attend_eager, attend_repeated, can_attend_eagerly, sageattn_op
 
             _eager = (can_attend_eagerly, attend_eager)
+            _repeated = attend_repeated
             _op = sageattn_op
         except ModuleNotFoundError as error:
             _why_not = f"{error} (pip install 'torch>=2.4')"
@@ -38,6 +40,11 @@ def eager_attention():
     """(can_attend_eagerly, attend_eager) of the registered op (_op.py): sageattn's eager call beside the op.
     Call torch_op() first."""
     return _eager
+
+
+def repeated_attention():
+    """_op.attend_repeated, sageattn's call of a signature already run in this thread. Call torch_op() first."""
+    return _repeated
 
 
 class _RegisterAfterTorch(importlib.abc.MetaPathFinder):

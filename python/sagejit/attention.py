@@ -5,7 +5,7 @@ import numbers
 from collections import namedtuple
 
 from ._library import SagejitError, Tensor, UnsupportedCall, check, last_error, library
-from ._torch_op import eager_attention, torch_op
+from ._torch_op import eager_attention, repeated_attention, torch_op
 from ._torch_tensors import INVALID_ARGUMENT, check_tensor, dtype_code, to_c_tensor
 
 _LAYOUTS = {"HND": 0, "NHD": 1}
@@ -123,6 +123,17 @@ def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, retur
     if kwargs:
         _check_keywords(kwargs)
     sm_scale = _resolve_scale(sm_scale, scale)
+    # A repeated call: a signature this thread has run (and checked) before, with none of the checks
+    # below able to fail (no mask or dropout; a valid layout name and real bools, as the signature was
+    # keyed by); _op.attend_repeated says why its key makes skipping them exact, and declines (None)
+    # where the full path must run. The host cost of small, host-bound calls is mostly this path's.
+    if (attn_mask is None and dropout_p == 0.0 and type(tensor_layout) is str and type(is_causal) is bool
+            and type(smooth_k) is bool and type(return_lse) is bool):
+        layout = _LAYOUTS.get(tensor_layout)
+        if layout is not None:
+            result = repeated_attention()(q, k, v, layout, is_causal, sm_scale, smooth_k, return_lse)
+            if result is not None:
+                return result if return_lse else result[0]
     _check_call(q, k, v, tensor_layout, attn_mask, dropout_p)
     can_attend_eagerly, attend_eager = eager_attention()
     if can_attend_eagerly(q, k, v):  # (inputs that need a gradient were refused above)

@@ -1,7 +1,8 @@
 """The torch op on a CUDA/ROCm GPU: torch.compile(fullgraph=True) with inductor and with
 mode="reduce-overhead" (CUDA graphs), graph capture of a warm call and of a process's first call,
-four threads on four streams, and sageattn's eager call beside the op (one allocation, the op's
-results, a dispatch mode still sees the op). Skipped without a GPU."""
+four threads on four streams, and sageattn's eager call beside the op (one allocation within the
+workspace bounds, the workspace apart past either, the op's results, a dispatch mode still sees the op,
+refusals unchanged after a repeated call). Skipped without a GPU."""
 import os
 import subprocess
 import sys
@@ -14,7 +15,9 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA/R
 
 import sagejit  # noqa: E402
 from sagejit import sageattn  # noqa: E402
+from sagejit import _op  # noqa: E402
 from test_op_cpu import python_cwd  # noqa: E402
+from test_op_repeated_cpu import assert_refusals_unchanged_by_a_warm_signature, base_inputs  # noqa: E402
 
 
 def _inputs(seed, shape=(1, 4, 512, 128), dtype=torch.bfloat16):
@@ -117,22 +120,32 @@ def _allocations():
     return torch.cuda.memory_stats()["allocation.all.allocated"]
 
 
+def _workspace_and_out_bytes(q, k, v, causal, return_lse):
+    signature = _op._signature(q, k, v, 0, causal, None, True, return_lse, gpu=True)
+    return signature.workspace_bytes, q.numel() * q.element_size()
+
+
 @pytest.mark.parametrize("return_lse", [False, True])
 def test_eager_call_is_one_allocation_with_the_ops_results(seed, return_lse):
-    # 300 tokens (padded to 384): a workspace just over twice the output, under 16 MiB.
-    q, k, v = _inputs(seed, shape=(2, 4, 300, 128))
+    # Keys half the queries: a workspace well under twice the output and under 4 MiB on every target
+    # (fp8 or fp16 V), so it rides in the output's block (_op.workspace_rides_in_block).
+    q = _inputs(seed, shape=(2, 4, 256, 128))[0]
+    k, v = _inputs(seed + 1, shape=(2, 4, 128, 128))[:2]
     with torch.no_grad():
+        workspace, out_bytes = _workspace_and_out_bytes(q, k, v, True, return_lse)
+        assert _op.workspace_rides_in_block(workspace, out_bytes), (workspace, out_bytes)
         expected = torch.ops.sagejit.sageattn(q, k, v, 0, True, None, True, return_lse)
         sageattn(q, k, v, is_causal=True, return_lse=return_lse)  # the signature's first call
         before = _allocations()
-        got = sageattn(q, k, v, is_causal=True, return_lse=return_lse)
+        got = sageattn(q, k, v, is_causal=True, return_lse=return_lse)  # a repeated call (attend_repeated)
         allocated = _allocations() - before
     assert allocated == 1  # output, LSE and workspace in one block
     out, lse = got if return_lse else (got, None)
     assert torch.equal(out, expected[0])
     assert out.shape == q.shape and out.dtype == q.dtype and out.is_contiguous()
+    assert out.untyped_storage().nbytes() >= out_bytes + workspace
     if return_lse:
-        assert lse.shape == (2, 4, 300) and lse.dtype == torch.float32 and lse.is_contiguous()
+        assert lse.shape == (2, 4, 256) and lse.dtype == torch.float32 and lse.is_contiguous()
         assert torch.equal(lse, expected[1])
     # The output and LSE do not overlap each other or the workspace: writing one leaves the other.
     if return_lse:
@@ -141,11 +154,21 @@ def test_eager_call_is_one_allocation_with_the_ops_results(seed, return_lse):
         assert torch.equal(lse, saved)
 
 
-def test_eager_call_of_a_large_workspace_allocates_it_apart(seed):
-    # Short queries, long keys: the workspace (> 16 MiB) is many times the output, so it is not kept with it.
-    q = _inputs(seed, shape=(1, 8, 64, 128))[0]
-    k, v = _inputs(seed + 1, shape=(1, 8, 32768, 128))[:2]
+@pytest.mark.parametrize("q_shape, kv_shape, over", [
+    ((1, 2, 64, 128), (1, 2, 1024, 128), "ratio"),     # short queries, long keys: many times the output, < 4 MiB
+    ((1, 8, 2048, 128), (1, 8, 2048, 128), "bytes"),  # self-attention: 1.5-2x the output, over 4 MiB
+    ((1, 8, 64, 128), (1, 8, 32768, 128), "both"),
+])
+def test_eager_call_of_a_workspace_over_a_bound_allocates_it_apart(seed, q_shape, kv_shape, over):
+    """An output keeps no workspace alive past either bound: its storage is the output alone."""
+    q = _inputs(seed, shape=q_shape)[0]
+    k, v = _inputs(seed + 1, shape=kv_shape)[:2]
     with torch.no_grad():
+        workspace, out_bytes = _workspace_and_out_bytes(q, k, v, False, False)
+        over_ratio = workspace > _op._WORKSPACE_IN_BLOCK_MAX_RATIO * out_bytes
+        over_bytes = workspace > _op._WORKSPACE_IN_BLOCK_MAX_BYTES
+        premise = {"ratio": (True, False), "bytes": (False, True), "both": (True, True)}[over]
+        assert (over_ratio, over_bytes) == premise, (workspace, out_bytes)
         expected = torch.ops.sagejit.sageattn(q, k, v, 0, False, None, True, False)[0]
         sageattn(q, k, v)
         torch.cuda.synchronize()
@@ -153,8 +176,12 @@ def test_eager_call_of_a_large_workspace_allocates_it_apart(seed):
         out = sageattn(q, k, v)
         allocated = _allocations() - before
     assert allocated == 2
-    assert out.untyped_storage().nbytes() < 4 * out.numel() * out.element_size()
+    assert out.untyped_storage().nbytes() == out_bytes
     assert torch.equal(out, expected)
+
+
+def test_refused_calls_raise_the_same_after_their_signature_ran_on_the_gpu(seed):
+    assert_refusals_unchanged_by_a_warm_signature(*base_inputs(seed, "cuda"))
 
 
 def test_a_dispatch_mode_still_sees_the_op(seed):
