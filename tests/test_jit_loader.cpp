@@ -11,6 +11,7 @@
 
 #include "cache/code_cache.hpp"
 #include "cache_test_support.hpp"
+#include "fake_gpu_support.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "jit/compiler_choice.hpp"
@@ -18,20 +19,11 @@
 #include "kernels/registry.hpp"
 
 using namespace sagejit;
+using sagejit::test::FakeModule;
+using sagejit::test::fake_code_object;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fake AMDGPU code object: a 64-byte ELF64 header of machine EM_AMDGPU, then `text`. It passes the
-// runtime's code-object check (compiler/code_object_check.hpp) and the fake device still finds the
-// entry names in it.
-std::vector<std::byte> fake_code_object(std::string_view text) {
-  const unsigned char header[20] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 224, 0};
-  std::vector<std::byte> code(64, std::byte{0});
-  for (std::size_t i = 0; i < sizeof header; ++i) code[i] = static_cast<std::byte>(header[i]);
-  for (const char c : text) code.push_back(static_cast<std::byte>(c));
-  return code;
-}
 
 class FakeCompiler : public Compiler {
  public:
@@ -55,18 +47,6 @@ class FakeCompiler : public Compiler {
   }
   mutable std::atomic<int> compiles{0};
   std::string version_ = std::to_string(test::rng()());  // fresh identity: no stale keys across runs
-};
-
-class FakeModule : public LoadedModule {
- public:
-  explicit FakeModule(std::string source) : source_(std::move(source)) {}
-  void* function(const std::string& name) override {
-    if (source_.find(name) == std::string::npos) fail(ErrorCode::device_error, "no symbol {}", name);
-    return reinterpret_cast<void*>(std::hash<std::string>{}(name) | 1);
-  }
-
- private:
-  std::string source_;
 };
 
 class FakeDevice : public Device {

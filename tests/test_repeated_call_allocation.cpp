@@ -18,6 +18,7 @@
 #include "api_test_support.hpp"
 #include "cache/code_cache.hpp"
 #include "cache_test_support.hpp"
+#include "fake_gpu_support.hpp"
 #include "common/params.h"
 #include "core/error.hpp"
 #include "jit/jit.hpp"
@@ -29,16 +30,6 @@ using namespace sagejit::test;
 
 namespace {
 
-// An ELF64 header of `machine` followed by the source, so the fake module finds the entry names.
-std::vector<std::byte> fake_code_object(std::string_view text, int machine) {
-  const unsigned char header[20] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0,
-                                    static_cast<unsigned char>(machine & 0xff), static_cast<unsigned char>(machine >> 8)};
-  std::vector<std::byte> code(64, std::byte{0});
-  for (std::size_t i = 0; i < sizeof header; ++i) code[i] = static_cast<std::byte>(header[i]);
-  for (const char c : text) code.push_back(static_cast<std::byte>(c));
-  return code;
-}
-
 class FakeCompiler final : public Compiler {
  public:
   CompilerKind kind() const override { return CompilerKind::clang; }
@@ -48,22 +39,10 @@ class FakeCompiler final : public Compiler {
   CompileResult compile(const CompileRequest& request) const override {
     CompileResult result;
     const Target target = parse_target(request.target);
-    result.code = fake_code_object(request.source, target.is_nvidia() ? 190 : 224);  // EM_CUDA, EM_AMDGPU
+    result.code = fake_code_object(request.source, target.is_nvidia() ? elf_machine_cuda : elf_machine_amdgpu);
     return result;
   }
   std::string version_ = std::to_string(test::rng()());  // fresh identity: no stale keys across runs
-};
-
-class FakeModule final : public LoadedModule {
- public:
-  explicit FakeModule(std::string source) : source_(std::move(source)) {}
-  void* function(const std::string& name) override {
-    if (source_.find(name) == std::string::npos) fail(ErrorCode::device_error, "no symbol {}", name);
-    return reinterpret_cast<void*>(std::hash<std::string>{}(name) | 1);
-  }
-
- private:
-  std::string source_;
 };
 
 // One launch as the device saw it: the function and the parameter struct's first pointers.
