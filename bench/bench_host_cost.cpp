@@ -32,6 +32,7 @@
 
 #include "common/params.h"
 #include "common/prelude.h"
+#include "dev/c_abi_tensor.hpp"
 #include "dev/device_buffer.hpp"
 #include "device/device.hpp"
 #include "jit/jit.hpp"
@@ -161,15 +162,6 @@ DeviceBuffer random_bf16(Device& device, std::size_t elements, std::mt19937& rng
   return buffer;
 }
 
-sagejit_tensor c_tensor(const TensorView& view) {
-  sagejit_tensor tensor{};
-  tensor.data = view.data;
-  tensor.dtype = static_cast<int32_t>(view.dtype);
-  tensor.device = view.device;
-  for (int i = 0; i < 4; ++i) tensor.shape[i] = view.shape[i], tensor.strides[i] = view.strides[i];
-  return tensor;
-}
-
 nlohmann::json bench_shape(Device& device, const Shape& shape, const Settings& settings, std::mt19937& rng) {
   const std::array<std::int64_t, 4> dims{shape.batch, shape.heads, shape.seq, shape.head_dim};
   const auto elements = static_cast<std::size_t>(shape.batch * shape.heads * shape.seq * shape.head_dim);
@@ -190,7 +182,8 @@ nlohmann::json bench_shape(Device& device, const Shape& shape, const Settings& s
     attention(qv, kv, vv, ov, options, nullptr, Workspace{workspace.get(), workspace_bytes});
   });
 #ifdef SAGEJIT_LAUNCH_V1_SIZE
-  const sagejit_tensor cq = c_tensor(qv), ck = c_tensor(kv), cv = c_tensor(vv), cout = c_tensor(ov);
+  const sagejit_tensor cq = dev::c_abi_tensor(qv), ck = dev::c_abi_tensor(kv), cv = dev::c_abi_tensor(vv),
+                       cout = dev::c_abi_tensor(ov);
   const sagejit_options c_options = sagejit_default_options();
   sagejit_launch launch = sagejit_default_launch();
   rows["sagejit_attention_launch (C ABI)"] = host_us_per_call(device, settings, [&] {

@@ -35,13 +35,7 @@ configs=(--config "warps=4,rows_per_warp=16,block_n=128,stages=2,pv_fp16=0,min_b
 shapes=(--shape flux-4608-d128 --shape video-16k-d128 --shape wan-32k-d128 --shape vae-8k-d64
         --shape llm-4k-d128-causal --shape video-16k-d128-causal)
 rounds=${ROUNDS:-1}
-for round in $(seq 1 "$rounds"); do
-  for tree in before after; do
-    /tmp/sj-$tree/bench/bench_attention "${configs[@]}" "${shapes[@]}" --iterations 10 >"$out/bench-$tree-$round.json" \
-      2>"$out/bench-$tree-$round.err"
-    echo "$tree bench round $round rc=$?"
-  done
-done
+sj_bench_rounds "$out" "$rounds" 10 "${configs[@]}" "${shapes[@]}"
 python3 - "$out" "$rounds" <<'PY'
 import json, sys, statistics
 out, rounds = sys.argv[1], int(sys.argv[2])

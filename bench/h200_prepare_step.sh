@@ -27,13 +27,7 @@ wait $b1; echo "build before rc=$?"; wait $b2; echo "build after rc=$?"
 shapes=(--shape flux-4608-d128 --shape video-16k-d128 --shape wan-32k-d128 --shape vae-8k-d64
         --shape llm-4k-d128-causal --shape video-16k-d128-causal --shape small-1k-d128)
 config=(--config "warps=4,rows_per_warp=16,block_n=128,stages=2,pv_fp16=0,min_blocks=3,wgmma=1,tma=0")
-for round in 1 2; do
-  for tree in before after; do
-    /tmp/sj-$tree/bench/bench_attention "${config[@]}" "${shapes[@]}" --iterations 20 >"$out/bench-$tree-$round.json" \
-      2>"$out/bench-$tree-$round.err"
-    echo "$tree bench round $round rc=$?"
-  done
-done
+sj_bench_rounds "$out" 2 20 "${config[@]}" "${shapes[@]}"
 for tree in before after; do
   for shape in video-16k-d128 small-1k-d128; do
     ncu --clock-control none -k regex:sj_prepare -c 3 --section SpeedOfLight --section ComputeWorkloadAnalysis \

@@ -10,6 +10,7 @@
 #include "api/sized_struct.hpp"
 #include "api_test_support.hpp"
 #include "build_info.hpp"
+#include "dev/c_abi_tensor.hpp"
 #include "sagejit/sagejit.h"
 #include "sagejit/sagejit.hpp"
 
@@ -18,15 +19,6 @@ using namespace sagejit::test;
 
 namespace {
 
-sagejit_tensor to_c(const TensorView& view) {
-  sagejit_tensor tensor{};
-  tensor.data = view.data;
-  tensor.dtype = static_cast<int32_t>(view.dtype);
-  tensor.device = view.device;
-  for (int i = 0; i < 4; ++i) tensor.shape[i] = view.shape[i], tensor.strides[i] = view.strides[i];
-  return tensor;
-}
-
 struct CCall {
   sagejit_tensor q, k, v, out;
   sagejit_options options;
@@ -34,7 +26,8 @@ struct CCall {
 
 CCall make_c_call(Layout layout) {
   const ValidCall call = make_valid_call(layout);
-  CCall c{to_c(call.q), to_c(call.k), to_c(call.v), to_c(call.out), sagejit_default_options()};
+  CCall c{dev::c_abi_tensor(call.q), dev::c_abi_tensor(call.k), dev::c_abi_tensor(call.v),
+          dev::c_abi_tensor(call.out), sagejit_default_options()};
   c.options.layout = static_cast<int32_t>(layout);
   return c;
 }

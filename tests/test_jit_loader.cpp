@@ -49,40 +49,14 @@ class FakeCompiler : public Compiler {
   std::string version_ = std::to_string(test::rng()());  // fresh identity: no stale keys across runs
 };
 
-class FakeDevice : public Device {
+class FakeDevice final : public test::FakeDeviceBase {
  public:
-  Vendor vendor() const override { return Vendor::amd; }
-  std::string runtime_version() const override { return "fake 1"; }
-  std::string library_path() const override { return "(test)"; }
-  int device_count() const override { return 2; }
-  DeviceInfo info(int ordinal) const override {
-    DeviceInfo info;
-    info.ordinal = ordinal;
-    info.vendor = Vendor::amd;
-    info.target = "gfx1201";
-    info.full_target = "gfx1201:xnack-";
-    return info;
-  }
-  int current_device() const override { return 0; }
-  std::unique_ptr<LoadedModule> load_module(int, std::span<const std::byte> code) override {
+  FakeDevice() : FakeDeviceBase(Vendor::amd, "gfx1201:xnack-", 2) {}
+  std::unique_ptr<LoadedModule> load_module(int ordinal, std::span<const std::byte> code) override {
     ++loads;
-    std::string source(code.size(), '\0');
-    std::memcpy(source.data(), code.data(), code.size());
     if (reject_next.exchange(false)) fail(ErrorCode::device_error, "hipModuleLoadData: invalid image (test)");
-    return std::make_unique<FakeModule>(std::move(source));
+    return FakeDeviceBase::load_module(ordinal, code);
   }
-  void launch(int, void*, const LaunchGeometry&, Stream, void**) override {}
-  void* allocate(int, std::size_t) override { return nullptr; }
-  void free(int, void*) noexcept override {}
-  void copy_to_device(int, void*, const void*, std::size_t) override {}
-  void copy_to_host(int, void*, const void*, std::size_t) override {}
-  void memset(int, void*, int, std::size_t, Stream) override {}
-  void synchronize(int, Stream) override {}
-  bool stream_is_capturing(int, Stream) override { return false; }
-  void* create_event(int) override { return nullptr; }
-  void destroy_event(int, void*) noexcept override {}
-  void record_event(int, void*, Stream) override {}
-  float elapsed_ms(int, void*, void*) override { return 0; }
 
   std::atomic<int> loads{0};
   std::atomic<bool> reject_next{false};
@@ -258,12 +232,12 @@ TEST_CASE("with both a prebuilt object and one of the run's own compiler cached,
   CodeCacheSettings settings = test::settings_for(root / "user");
   settings.system_dir = system;
   FakeCompiler compiler;  // the run's own compiler, as hipRTC on a ROCm machine
-  {
-    CodeCache user_only(test::settings_for(root / "user"));  // the run's own object, from an earlier run
-    FakeDevice device;
-    CHECK(load_kernel(device, 0, jit_probe_kernel, config, {}, compiler, user_only).hit == CacheHit::compiled);
-    REQUIRE(compiler.compiles.load() == 1);
-  }
+  // The run's own object, from an earlier run. The JIT knows devices and caches by address (they are
+  // process-wide objects), so this run's must not reuse the addresses of those: all stay alive.
+  CodeCache user_only(test::settings_for(root / "user"));
+  FakeDevice earlier_device;
+  CHECK(load_kernel(earlier_device, 0, jit_probe_kernel, config, {}, compiler, user_only).hit == CacheHit::compiled);
+  REQUIRE(compiler.compiles.load() == 1);
   CodeCache cache(settings);
   const CompilerChoice choice = choose_compiler(parse_target("gfx1201:xnack-"), CompilerKind::clang, &cache);
   REQUIRE(choice.prebuilt.size() == (choice.compiler->identity() == "clang 99.9.9" ? 0u : 1u));

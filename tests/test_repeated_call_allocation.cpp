@@ -51,52 +51,18 @@ struct SeenLaunch {
   const void* first_input;  // prepare: q; attention: the quantized Q in the workspace
 };
 
-class FakeDevice final : public Device {
+class FakeDevice final : public FakeDeviceBase {
  public:
-  FakeDevice(Vendor vendor, std::string target) : vendor_(vendor), target_(std::move(target)) {}
-  Vendor vendor() const override { return vendor_; }
-  std::string runtime_version() const override { return "fake 1"; }
-  std::string library_path() const override { return "(test)"; }
-  int device_count() const override { return 1; }
-  DeviceInfo info(int ordinal) const override {
-    DeviceInfo info;
-    info.ordinal = ordinal;
-    info.vendor = vendor_;
-    info.target = std::string(target_arch(target_));
-    info.full_target = target_;
-    return info;
-  }
-  int current_device() const override { return 0; }
-  std::unique_ptr<LoadedModule> load_module(int, std::span<const std::byte> code) override {
-    std::string source(code.size(), '\0');
-    std::memcpy(source.data(), code.data(), code.size());
-    return std::make_unique<FakeModule>(std::move(source));
-  }
+  FakeDevice(Vendor vendor, std::string target) : FakeDeviceBase(vendor, std::move(target)) {}
   void launch(int, void* function, const LaunchGeometry&, Stream, void** args) override {
     // Both parameter structs start with device pointers: prepare's q, attention's q8.
     const void* first = *static_cast<const void* const*>(args[0]);
     if (seen_count < seen.size()) seen[seen_count] = {function, first};
     ++seen_count;
   }
-  void* allocate(int, std::size_t bytes) override { return std::malloc(bytes); }
-  void free(int, void* pointer) noexcept override { std::free(pointer); }
-  void copy_to_device(int, void*, const void*, std::size_t) override {}
-  void copy_to_host(int, void*, const void*, std::size_t) override {}
-  void memset(int, void*, int, std::size_t, Stream) override {}
-  void synchronize(int, Stream) override {}
-  bool stream_is_capturing(int, Stream) override { return false; }
-  void* create_event(int) override { return nullptr; }
-  void destroy_event(int, void*) noexcept override {}
-  void record_event(int, void*, Stream) override {}
-  float elapsed_ms(int, void*, void*) override { return 0; }
-  void encode_tensor_map(const TensorMapRequest&, void* map) const override { std::memset(map, 0, kTensorMapBytes); }
 
   std::array<SeenLaunch, 8> seen{};  // fixed storage: recording a launch allocates nothing
   std::size_t seen_count = 0;
-
- private:
-  Vendor vendor_;
-  std::string target_;
 };
 
 // What attention() does for one call after validation: the device's target, the plan, the kernels,
