@@ -87,20 +87,30 @@ SJ_DEVICE int opaque_tid(int tid) {
 
 // Global offsets are 32-bit and added to a uniform (SGPR) tile base, so each load is one
 // global_load_b128 with a scalar base (hence the 4 GiB per KV head limit in the header comment).
-SJ_DEVICE void load_k_tile(ChunkRegs& regs, const sj_i8* k_head, int tile_start, int tid) {
-  const sj_i8* src = k_head + (long long)tile_start * kD;  // K rows are D contiguous bytes
-#pragma unroll
-  for (int i = 0; i < kChunkIters; ++i)
-    if (chunk_exists(tid, i)) regs.chunk[i] = *(const sj_v4i*)(src + (unsigned)(tid * 16 + i * kThreads * 16));
+// The lane's offset (k_lane_offset / v_lane_offset) is computed once, and the key loop passes it
+// through an opaque copy per tile (a v_mov): loop strength reduction otherwise folds it into 64-bit
+// per-lane pointers that cost two VALU adds per load stream and tile.
+SJ_DEVICE unsigned k_lane_offset(int tid) { return (unsigned)tid * 16; }
+SJ_DEVICE unsigned v_lane_offset(int tid, int seq_kv_pad) {
+  return (unsigned)(tid / (kBlockN / 16)) * (unsigned)seq_kv_pad + (tid % (kBlockN / 16)) * 16;
 }
 
-SJ_DEVICE void load_v_tile(ChunkRegs& regs, const sj_u8* v_head, int seq_kv_pad, int tile_start, int tid) {
-  const unsigned thread_offset = (unsigned)(tid / (kBlockN / 16)) * (unsigned)seq_kv_pad + (tid % (kBlockN / 16)) * 16;
+SJ_DEVICE void load_k_tile(ChunkRegs& regs, const sj_i8* k_head, int tile_start, int tid, unsigned lane_offset) {
+#pragma unroll
+  for (int i = 0; i < kChunkIters; ++i) {
+    // K rows are D contiguous bytes; the pass offset is uniform.
+    const sj_i8* src = k_head + (long long)tile_start * kD + i * kThreads * 16;
+    if (chunk_exists(tid, i)) regs.chunk[i] = *(const sj_v4i*)(src + lane_offset);
+  }
+}
+
+SJ_DEVICE void load_v_tile(ChunkRegs& regs, const sj_u8* v_head, int seq_kv_pad, int tile_start, int tid,
+                           unsigned lane_offset) {
 #pragma unroll
   for (int i = 0; i < kChunkIters; ++i) {
     // V^T rows (channels) are seq_kv_pad bytes apart; the pass offset is uniform.
     const sj_u8* src = v_head + tile_start + (long long)(i * kVRowsPerPass) * seq_kv_pad;
-    if (chunk_exists(tid, i)) regs.chunk[i] = *(const sj_v4i*)(src + thread_offset);
+    if (chunk_exists(tid, i)) regs.chunk[i] = *(const sj_v4i*)(src + lane_offset);
   }
 }
 
@@ -128,6 +138,21 @@ SJ_DEVICE sj_v4i read_k_frags(const sj_u8* k_tile, int kb, int c, int lane) {
 // 16 bytes of the V^T tile = the A fragments of key blocks 2g and 2g+1 for channel block cb.
 SJ_DEVICE sj_v4i read_v_frags(const sj_u8* v_tile, int cb, int g, int lane) {
   return *(const sj_v4i*)(v_tile + (cb * 16 + sj_g12_v_frag_channel(lane)) * kVRowBytes + sj_g12_v_frag_key(2 * g, lane, 0));
+}
+
+// Sets the values of one query's masked keys of the tile to -inf (lane `lane`'s accumulator layout).
+// Keys are taken relative to the lane's first key, key0 = key - offset (visibility is shift
+// invariant), so each test compares a constant offset with two per-lane limits instead of computing
+// every key. The limits pass through an opaque copy so that each call computes its own compares
+// inside its masked branch; otherwise the compiler hoists them into the unmasked path to share them.
+SJ_DEVICE void mask_keys(float (&x)[kKBlocks][8], int query_rel, int seq_kv_rel, int lane) {
+  asm volatile("" : "+v"(query_rel), "+v"(seq_kv_rel));
+#pragma unroll
+  for (int kb = 0; kb < kKBlocks; ++kb)
+#pragma unroll
+    for (int v = 0; v < 8; ++v)
+      if (!sj_key_visible(query_rel, sj_g12_s_key(kb, lane, v) - sj_g12_s_key(0, lane, 0), seq_kv_rel, kCausal))
+        x[kb][v] = sj_neg_inf();
 }
 
 // Stores 8 consecutive output elements; 16-byte stores when the caller's tensor allows it.
@@ -193,7 +218,9 @@ void sj_attention_gfx12(SjAttentionParams p) {
 
   const sj_i8* k_head = p.k8 + kv_head * p.seq_kv_pad * kD;
   const sj_u8* v_head = (const sj_u8*)p.v_quant + kv_head * kD * p.seq_kv_pad;
-  const float* k_scales = p.k_scale + kv_head * (p.seq_kv_pad / SJ_QUANT_BLOCK);
+  // Read-only for the whole kernel, so the constant address space: uniform loads become s_load
+  // into SGPRs and q_scale * k_scale a scalar multiply (a global pointer's loads stayed per lane).
+  const SJ_G12_CONSTANT float* k_scales = (const SJ_G12_CONSTANT float*)(p.k_scale + kv_head * (p.seq_kv_pad / SJ_QUANT_BLOCK));
 
   const int group_rows = seq_q - group_row0 < kRowsPerGroup ? seq_q - group_row0 : kRowsPerGroup;
   const int keys = sj_keys_to_visit(group_row0, group_rows, seq_kv, kCausal);
@@ -206,8 +233,9 @@ void sj_attention_gfx12(SjAttentionParams p) {
   // STAGES 2 stores them into the other LDS buffer (one barrier per tile); STAGES 1 has one buffer,
   // so it waits for every wave to finish reading it first (two barriers per tile).
   ChunkRegs k_regs, v_regs;
-  load_k_tile(k_regs, k_head, 0, tid);
-  load_v_tile(v_regs, v_head, p.seq_kv_pad, 0, tid);
+  const unsigned k_offset = k_lane_offset(tid), v_offset = v_lane_offset(tid, p.seq_kv_pad);
+  load_k_tile(k_regs, k_head, 0, tid, k_offset);
+  load_v_tile(v_regs, v_head, p.seq_kv_pad, 0, tid, v_offset);
   store_k_tile(k_regs, lds, tid);
   store_v_tile(v_regs, lds, tid);
   sj_barrier();
@@ -220,6 +248,8 @@ void sj_attention_gfx12(SjAttentionParams p) {
     const sj_u8* k_tile = lds + (kStages == 1 ? 0 : (t & 1) * kStageBytes);
     const sj_u8* v_tile = k_tile + kKTileBytes;
 
+    // Tiles that hold keys past the end or (causal) past a row of the wave's diagonal are masked.
+    const bool needs_mask = tile_start + kBlockN > seq_kv || (kCausal && tile_start + kBlockN - 1 > wave_row0);
     // Waves whose rows are all past the end, or (causal) all before this tile, skip the math.
     const bool wave_computes = wave_active && (!kCausal || tile_start <= wave_last_query);
     sj_v8i acc[kQBlocks][kKBlocks];
@@ -263,54 +293,68 @@ void sj_attention_gfx12(SjAttentionParams p) {
         for (int kb = 0; kb < kKBlocks; ++kb) asm volatile("" : "+v"(acc[qb][kb]));
 
       // ---- Scores, mask, online softmax, P quantization (per query column, per lane) ----
+      // The fused form (docs/NUMERICS.md, "Fused scores"): the running state m is the shifted
+      // maximum (row max - P_OFFSET, rounded up), the max runs over float(dot) per 32-key group (one
+      // K scale: scaling by a positive scale commutes with max), and each p is exp2 of one fma.
       float k_scale[kKBlocks / 2];
 #pragma unroll
       for (int g = 0; g < kKBlocks / 2; ++g) k_scale[g] = k_scales[tile_start / SJ_QUANT_BLOCK + g];
-      const bool needs_mask = tile_start + kBlockN > seq_kv || (kCausal && tile_start + kBlockN - 1 > wave_row0);
 
 #pragma unroll
       for (int qb = 0; qb < kQBlocks; ++qb) {
         const int query = wave_row0 + qb * 16 + sj_g12_s_query(lane);
-        float s[kKBlocks][8];
+        float dot[kKBlocks][8];
 #pragma unroll
         for (int kb = 0; kb < kKBlocks; ++kb)
 #pragma unroll
-          for (int v = 0; v < 8; ++v) s[kb][v] = sj_score(acc[qb][kb][v], q_scale[qb], k_scale[kb / 2]);
-        if (needs_mask) {
+          for (int v = 0; v < 8; ++v) dot[kb][v] = (float)acc[qb][kb][v];
+        const int key0 = tile_start + sj_g12_s_key(0, lane, 0);
+        if (needs_mask) mask_keys(dot, query - key0, seq_kv - key0, lane);
+        float lane_max = 0.0f;  // the first group's value (fmax(-inf, x) is not x for a NaN x)
 #pragma unroll
-          for (int kb = 0; kb < kKBlocks; ++kb)
+        for (int g = 0; g < kKBlocks / 2; ++g) {
+          float dot_max = sj_neg_inf();  // folds into the first v_max3
 #pragma unroll
-            for (int v = 0; v < 8; ++v)
-              if (!sj_key_visible(query, tile_start + sj_g12_s_key(kb, lane, v), seq_kv, kCausal)) s[kb][v] = sj_neg_inf();
+          for (int kb = 2 * g; kb < 2 * g + 2; ++kb)
+#pragma unroll
+            for (int v = 0; v < 8; ++v) dot_max = __builtin_fmaxf(dot_max, dot[kb][v]);
+          const float group_max = sj_shifted_group_max(dot_max, q_scale[qb], k_scale[g]);
+          lane_max = g == 0 ? group_max : __builtin_fmaxf(lane_max, group_max);
         }
-        float tile_max = sj_neg_inf();
+        lane_max = sj_shifted_round_up(lane_max);
+        const float m_new = __builtin_fmaxf(m[qb], sj_g12_max_halves(lane_max));
+        // = sj_rescale(m, m_new) without branches: exp2(-inf) is 0 for a row that saw nothing yet.
+        const float ratio = sj_exp2(m[qb] - m_new);
+        alpha[qb] = m[qb] == m_new ? 1.0f : ratio;
+        m[qb] = m_new;
+        float arg[kKBlocks][8];
 #pragma unroll
         for (int kb = 0; kb < kKBlocks; ++kb)
 #pragma unroll
-          for (int v = 0; v < 8; ++v) tile_max = __builtin_fmaxf(tile_max, s[kb][v]);
-        tile_max = sj_g12_max_halves(tile_max);
-        const float m_new = __builtin_fmaxf(m[qb], tile_max);
-        alpha[qb] = sj_rescale(m[qb], m_new);
-        m[qb] = m_new;
-        float tile_sum = 0.0f;
+          for (int v = 0; v < 8; ++v) arg[kb][v] = sj_fused_arg(dot[kb][v], q_scale[qb], k_scale[kb / 2], m_new);
+        // Masked again after the fma: -inf times a zero (or NaN) scale is NaN.
+        if (needs_mask) mask_keys(arg, query - key0, seq_kv - key0, lane);
+        // l = l * alpha + the sum of the quantized p, accumulated onto the rescaled l (two
+        // v_dot4_f32_fp8_fp8 per key block). Each half-wave keeps the sum over its own keys; they are
+        // added once, in the epilogue.
+        float row_sum = l[qb] * alpha[qb];
 #pragma unroll
         for (int kb = 0; kb < kKBlocks; ++kb) {
           float prob[8];
 #pragma unroll
-          for (int v = 0; v < 8; ++v) {
-            prob[v] = sj_prob(s[kb][v], m_new);
-            tile_sum += prob[v];
-          }
+          for (int v = 0; v < 8; ++v) prob[v] = sj_exp2(arg[kb][v]);
           p_frag[qb][kb] = sj_g12_pack_p(prob);
+          row_sum = sj_g12_sum_p(p_frag[qb][kb], row_sum);
         }
-        // Each half-wave keeps the sum over its own keys; they are added once, in the epilogue.
-        l[qb] = l[qb] * alpha[qb] + tile_sum;
+        l[qb] = row_sum;
       }
     }
 
     if (has_next) {
-      load_k_tile(k_regs, k_head, tile_start + kBlockN, tid);
-      load_v_tile(v_regs, v_head, p.seq_kv_pad, tile_start + kBlockN, tid);
+      unsigned k_lane = k_offset, v_lane = v_offset;
+      asm volatile("" : "+v"(k_lane), "+v"(v_lane));
+      load_k_tile(k_regs, k_head, tile_start + kBlockN, tid, k_lane);
+      load_v_tile(v_regs, v_head, p.seq_kv_pad, tile_start + kBlockN, tid, v_lane);
     }
 
     if (wave_computes) {
@@ -384,7 +428,7 @@ void sj_attention_gfx12(SjAttentionParams p) {
     if (kWriteLse && sj_g12_lane_half(lane) == 0) {
       const long long row = q_head * seq_q + query;
       const float delta = p.lse_delta ? p.lse_delta[row] : 0.0f;
-      p.lse[row] = sj_lse(m[qb], row_sum, delta);
+      p.lse[row] = sj_lse_fused(m[qb], row_sum, delta);
     }
   }
 }

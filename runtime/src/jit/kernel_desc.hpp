@@ -108,6 +108,10 @@ struct KernelDesc {
   // fp8 PV accumulated straight into the rescaled O through the matrix instruction's C operand
   // (docs/NUMERICS.md step 7, one-level) instead of a fresh per-tile sum added to it (two-level).
   bool pv_into_output = false;
+  // The softmax in the fused form (docs/NUMERICS.md "Fused scores": the shifted running maximum, p
+  // from one fma of the integer dot product), and the row sum l over the quantized p (step 6).
+  bool fused_scores = false;
+  bool sum_quantized_p = false;
 };
 
 }  // namespace sagejit

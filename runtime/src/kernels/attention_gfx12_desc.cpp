@@ -81,6 +81,8 @@ extern const KernelDesc attention_gfx12_kernel{
     .geometry = gfx12_geometry,
     .v_input = [](const TileConfig&) { return VInput{false, VOrder::natural}; },  // fp8 V, keys in order
     .pv_into_output = true,  // WMMA C operand = O (gfx12 accumulates fp8 products in fp32)
+    .fused_scores = true,     // one v_fma per score (and a non-saturating P convert needs its bound)
+    .sum_quantized_p = true,  // l by v_dot4_f32_fp8_fp8 over the packed P
 };
 
 }  // namespace sagejit

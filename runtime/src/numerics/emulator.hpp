@@ -26,6 +26,11 @@ struct EmulatorOptions {
   // for fp8 PV, 1 for fp16 PV, as for an all-zero channel) and out holds only the head dim's columns.
   std::int64_t head_dim_pad = 0;
   bool pv_into_output = false;  // fp8 PV: one-level, into the rescaled o (gfx12), not per tile
+  // docs/NUMERICS.md "Fused scores" (gfx12): the running state is the shifted maximum and each p is
+  // exp2 of one fma from the integer dot product (common/online_softmax.h, sj_fused_arg).
+  bool fused_scores = false;
+  // fp8 PV: l sums the quantized p (e4m3(p), the weights the PV product uses), not the fp32 p (gfx12).
+  bool sum_quantized_p = false;
 };
 
 // Default softmax scale: float(1 / sqrt(double(head_dim))), as Python's head_dim**-0.5 passed as fp32.
