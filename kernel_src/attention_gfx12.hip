@@ -12,6 +12,10 @@
 //   SJ_HEAD_DIM 64|128, SJ_DTYPE 0 (bf16) | 1 (fp16), SJ_CAUSAL 0|1, SJ_WRITE_LSE 0|1,
 //   SJ_WAVES, SJ_ROWS_PER_WAVE 16|32, SJ_BLOCK_N 32|64, SJ_STAGES 1|2. SJ_HEAD_DIM is the kernel head
 //   dim; out gets the call's p.head_dim columns (fewer when the call's head dim is zero-padded).
+//   SJ_KEY_MASK (optional, 1): a key mask (docs/NUMERICS.md "Key masks"), SjKeyMask as the second
+//   kernel argument: the key bias prepare wrote is added to every score, a key tile without a valid
+//   key is neither loaded nor computed (the decision is uniform: the mask is per batch item), and a
+//   row without any valid key writes 0. Without it the code is what it was before masks existed.
 // Launch (attention_gfx12_desc.cpp): grid (ceil(Nq / (WAVES*ROWS_PER_WAVE)), Hq, B), block WAVES*32.
 // Workspace pointers must be 16-byte aligned (the runner's workspace layout guarantees it), and a KV
 // head's V workspace must be below 4 GiB (Nk_pad * D < 2^32): per-lane tile offsets are 32-bit.
@@ -20,6 +24,12 @@
 #include "common/online_softmax.h"
 #include "common/query_block.h"
 #include "arch/mma_gfx12.h"
+#ifndef SJ_KEY_MASK
+#define SJ_KEY_MASK 0
+#endif
+#if SJ_KEY_MASK
+#include "common/key_mask.h"
+#endif
 
 #if !defined(SJ_HEAD_DIM) || !defined(SJ_DTYPE) || !defined(SJ_CAUSAL) || !defined(SJ_WRITE_LSE) || \
     !defined(SJ_WAVES) || !defined(SJ_ROWS_PER_WAVE) || !defined(SJ_BLOCK_N) || !defined(SJ_STAGES)
@@ -170,10 +180,25 @@ SJ_DEVICE void store_out8(sj_u16* dst, const sj_u16 (&vals)[8], bool aligned16) 
   }
 }
 
+#if SJ_KEY_MASK
+// Whether key tile `tile_start` holds a valid key (a bias other than -inf): every wave reads the
+// tile's BLOCK_N biases (one or two per lane) and ballots, so the answer is uniform (SGPR).
+SJ_DEVICE bool tile_has_valid_key(const float* key_bias, int tile_start, int lane) {
+  bool valid = false;
+#pragma unroll
+  for (int i = 0; i < kBlockN / SJ_GFX12_WAVE; ++i) valid = valid || sj_key_bias_valid(key_bias[tile_start + i * SJ_GFX12_WAVE + lane]);
+  return __builtin_amdgcn_ballot_w32(valid) != 0u;
+}
+#endif
+
 }  // namespace sj_gfx12
 
 SJ_KERNEL __attribute__((amdgpu_flat_work_group_size(sj_gfx12::kThreads, sj_gfx12::kThreads)))
+#if SJ_KEY_MASK
+void sj_attention_gfx12(SjAttentionParams p, SjKeyMask km) {
+#else
 void sj_attention_gfx12(SjAttentionParams p) {
+#endif
   using namespace sj_gfx12;
   SJ_SHARED __attribute__((aligned(16))) sj_u8 lds[kStages * kStageBytes];
 
@@ -234,16 +259,31 @@ void sj_attention_gfx12(SjAttentionParams p) {
   // so it waits for every wave to finish reading it first (two barriers per tile).
   ChunkRegs k_regs, v_regs;
   const unsigned k_offset = k_lane_offset(tid), v_offset = v_lane_offset(tid, p.seq_kv_pad);
+#if SJ_KEY_MASK
+  // The key tiles without a valid key are skipped: neither loaded nor computed.
+  const float* key_bias = km.key_bias + (long long)b * p.seq_kv_pad;
+  // Prepare wrote it before this launch and nothing writes it now: readable as constant memory.
+  const SJ_G12_CONSTANT float* uniform_bias = (const SJ_G12_CONSTANT float*)key_bias;
+  bool tile_valid = tiles > 0 && tile_has_valid_key(key_bias, 0, lane);
+  if (tile_valid) {
+#endif
   load_k_tile(k_regs, k_head, 0, tid, k_offset);
   load_v_tile(v_regs, v_head, p.seq_kv_pad, 0, tid, v_offset);
   store_k_tile(k_regs, lds, tid);
   store_v_tile(v_regs, lds, tid);
+#if SJ_KEY_MASK
+  }
+#endif
   sj_barrier();
 
 #pragma clang loop unroll(disable)
   for (int t = 0; t < tiles; ++t) {
     const int tile_start = t * kBlockN;
+#if SJ_KEY_MASK
+    const bool has_next = t + 1 < tiles && tile_has_valid_key(key_bias, tile_start + kBlockN, lane);
+#else
     const bool has_next = t + 1 < tiles;
+#endif
     sj_u8* const next_stage = lds + (kStages == 1 ? 0 : ((t + 1) & 1) * kStageBytes);
     const sj_u8* k_tile = lds + (kStages == 1 ? 0 : (t & 1) * kStageBytes);
     const sj_u8* v_tile = k_tile + kKTileBytes;
@@ -251,7 +291,11 @@ void sj_attention_gfx12(SjAttentionParams p) {
     // Tiles that hold keys past the end or (causal) past a row of the wave's diagonal are masked.
     const bool needs_mask = tile_start + kBlockN > seq_kv || (kCausal && tile_start + kBlockN - 1 > wave_row0);
     // Waves whose rows are all past the end, or (causal) all before this tile, skip the math.
+#if SJ_KEY_MASK
+    const bool wave_computes = tile_valid && wave_active && (!kCausal || tile_start <= wave_last_query);
+#else
     const bool wave_computes = wave_active && (!kCausal || tile_start <= wave_last_query);
+#endif
     sj_v8i acc[kQBlocks][kKBlocks];
     sj_v2i p_frag[kQBlocks][kKBlocks];
     float alpha[kQBlocks];
@@ -309,6 +353,33 @@ void sj_attention_gfx12(SjAttentionParams p) {
 #pragma unroll
           for (int v = 0; v < 8; ++v) dot[kb][v] = (float)acc[qb][kb][v];
         const int key0 = tile_start + sj_g12_s_key(0, lane, 0);
+#if SJ_KEY_MASK
+        // With a key mask the fused form runs on the biased score x = fma(dot, sq*sk, bias) (one fma
+        // per score; docs/NUMERICS.md "Key masks", the fused form): the maximum is taken over x, and
+        // each argument is x - c. The 8 keys of a lane in key block kb are consecutive and the same
+        // for the 16 lanes of a half-wave (sj_g12_s_key: the half's first key is 16 past the
+        // other's), so both halves' biases are uniform: scalar loads (constant address space) and one
+        // select per score, since the 32-row configs have no VGPRs for a per-lane copy of them.
+        const bool upper_half = sj_g12_lane_half(lane) != 0;
+#pragma unroll
+        for (int kb = 0; kb < kKBlocks; ++kb) {
+          const int bias0 = tile_start + sj_g12_key_slot(kb, 0);
+#pragma unroll
+          for (int v = 0; v < 8; ++v) {
+            const float lower = uniform_bias[bias0 + v], upper = uniform_bias[bias0 + 16 + v];
+            dot[kb][v] = sj_masked_fused_score(dot[kb][v], q_scale[qb], k_scale[kb / 2], upper_half ? upper : lower);
+          }
+          // One key block's 16 biases at a time: all of a 64-key tile's (64 SGPRs) would spill SGPRs.
+          if (kKBlocks > 2) __builtin_amdgcn_sched_barrier(0);
+        }
+        if (needs_mask) mask_keys(dot, query - key0, seq_kv - key0, lane);
+        float lane_max = sj_neg_inf();  // over x, so fmax ignores a NaN score as the kernel's v_max does
+#pragma unroll
+        for (int kb = 0; kb < kKBlocks; ++kb)
+#pragma unroll
+          for (int v = 0; v < 8; ++v) lane_max = __builtin_fmaxf(lane_max, dot[kb][v]);
+        lane_max = sj_masked_shifted_max(lane_max);
+#else
         if (needs_mask) mask_keys(dot, query - key0, seq_kv - key0, lane);
         float lane_max = 0.0f;  // the first group's value (fmax(-inf, x) is not x for a NaN x)
 #pragma unroll
@@ -321,6 +392,7 @@ void sj_attention_gfx12(SjAttentionParams p) {
           const float group_max = sj_shifted_group_max(dot_max, q_scale[qb], k_scale[g]);
           lane_max = g == 0 ? group_max : __builtin_fmaxf(lane_max, group_max);
         }
+#endif
         lane_max = sj_shifted_round_up(lane_max);
         const float m_new = __builtin_fmaxf(m[qb], sj_g12_max_halves(lane_max));
         // = sj_rescale(m, m_new) without branches: exp2(-inf) is 0 for a row that saw nothing yet.
@@ -328,12 +400,21 @@ void sj_attention_gfx12(SjAttentionParams p) {
         alpha[qb] = m[qb] == m_new ? 1.0f : ratio;
         m[qb] = m_new;
         float arg[kKBlocks][8];
+#if SJ_KEY_MASK
+        // A masked key's x is -inf already, so its x - c is -inf (sj_masked_fused_arg takes c = 0 for
+        // a row without a valid key yet): no second mask.
+#pragma unroll
+        for (int kb = 0; kb < kKBlocks; ++kb)
+#pragma unroll
+          for (int v = 0; v < 8; ++v) arg[kb][v] = sj_masked_fused_arg(dot[kb][v], m_new);
+#else
 #pragma unroll
         for (int kb = 0; kb < kKBlocks; ++kb)
 #pragma unroll
           for (int v = 0; v < 8; ++v) arg[kb][v] = sj_fused_arg(dot[kb][v], q_scale[qb], k_scale[kb / 2], m_new);
         // Masked again after the fma: -inf times a zero (or NaN) scale is NaN.
         if (needs_mask) mask_keys(arg, query - key0, seq_kv - key0, lane);
+#endif
         // l = l * alpha + the sum of the quantized p, accumulated onto the rescaled l (two
         // v_dot4_f32_fp8_fp8 per key block). Each half-wave keeps the sum over its own keys; they are
         // added once, in the epilogue.
@@ -399,6 +480,11 @@ void sj_attention_gfx12(SjAttentionParams p) {
       store_v_tile(v_regs, next_stage, tid);
     }
     sj_barrier();
+#if SJ_KEY_MASK
+    // The next tile is computed when it was loaded; a skipped one leaves the next stage stale, which
+    // nothing reads, and the loop's search goes on from it.
+    tile_valid = has_next;
+#endif
   }
 
   // ---- Epilogue: out = (o / l) * sv in the input dtype; LSE ---------------------------------------
@@ -422,7 +508,11 @@ void sj_attention_gfx12(SjAttentionParams p) {
       const float sv[8] = {sv_lo.x, sv_lo.y, sv_lo.z, sv_lo.w, sv_hi.x, sv_hi.y, sv_hi.z, sv_hi.w};
       sj_u16 vals[8];
 #pragma unroll
+#if SJ_KEY_MASK
+      for (int v = 0; v < 8; ++v) vals[v] = sj_to_dtype(sj_masked_output(o[qb][cb][v], row_sum, sv[v]), SJ_DTYPE);
+#else
       for (int v = 0; v < 8; ++v) vals[v] = sj_to_dtype(sj_output(o[qb][cb][v], row_sum, sv[v]), SJ_DTYPE);
+#endif
       store_out8(out_row + d0, vals, aligned16);
     }
     if (kWriteLse && sj_g12_lane_half(lane) == 0) {

@@ -39,6 +39,7 @@ struct Specialization {
   bool causal = false;
   bool write_lse = false;
   VInput v;              // the V format of the call (set by the attention plan from the attention kernel)
+  bool key_mask = false; // a key mask (docs/NUMERICS.md "Key masks"): its SjKeyMask is the kernels' last argument
 };
 
 // Which Specialization fields a kernel is compiled for; each becomes a define.
@@ -48,6 +49,7 @@ enum SpecField : unsigned {
   spec_causal = 1u << 2,     // SJ_CAUSAL
   spec_write_lse = 1u << 3,  // SJ_WRITE_LSE
   spec_v_format = 1u << 4,   // SJ_PV_FP16, SJ_V_PERMUTE
+  spec_key_mask = 1u << 5,   // SJ_KEY_MASK 1, defined only with a mask (a kernel without one renders as before masks)
 };
 
 // Sizes of one call, for launch geometry.

@@ -72,7 +72,7 @@ extern const KernelDesc attention_gfx12_kernel{
     .source_path = "attention_gfx12.hip",
     .entries = {"sj_attention_gfx12"},
     .targets = {gfx12_targets},
-    .specialized_on = spec_head_dim | spec_dtype | spec_causal | spec_write_lse,
+    .specialized_on = spec_head_dim | spec_dtype | spec_causal | spec_write_lse | spec_key_mask,
     .params = {{"waves", {2, 4, 8}, 4, "SJ_WAVES"},
                {"rows_per_wave", {16, 32}, 32, "SJ_ROWS_PER_WAVE"},
                {"block_n", {32, 64}, 32, "SJ_BLOCK_N"},

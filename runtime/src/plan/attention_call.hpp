@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/tile_config.hpp"
+#include "numerics/key_mask_view.hpp"
 #include "sagejit/types.hpp"
 
 namespace sagejit {
@@ -28,6 +29,9 @@ struct AttentionCall {
   bool smooth_k = true;
   float* lse = nullptr;       // fp32 [B, Hq, Nq] contiguous, or null
   bool want_lse = false;      // plan for an LSE output even before `lse` points anywhere
+  // Per (batch item, key), in device memory (docs/NUMERICS.md "Key masks"); kind 0: none. Its
+  // presence is a specialization of both kernels; its pointer and strides are per launch.
+  numerics::KeyMaskView key_mask;
   // Tile configs; an empty map means "ask the tuning tables".
   TileConfig attention_config;
   TileConfig prepare_config;
