@@ -176,6 +176,7 @@ Plan make_plan(const Options& options, const std::optional<CompilerKind>& reques
           for (const TileConfig& prepare : family_configs(options, tables, files, "prepare", arch, problem)) {
             AttentionCall call = problem;
             call.attention_config = attention;
+            call.attention_config_from_table = !options.all_candidates;  // as the plan fits its own choice
             call.prepare_config = prepare;
             try {
               const AttentionPlan planned = plan_attention(call, target);

@@ -119,4 +119,9 @@ VInput kernel_v_input(const KernelDesc& desc, const TileConfig& config) {
   return desc.v_input != nullptr ? desc.v_input(complete_config(desc, config)) : VInput{};
 }
 
+TileConfig kernel_table_config(const KernelDesc& desc, const TileConfig& config, const Specialization& spec) {
+  const TileConfig complete = complete_config(desc, config);
+  return desc.table_config_for != nullptr ? desc.table_config_for(complete, spec) : complete;
+}
+
 }  // namespace sagejit

@@ -94,6 +94,12 @@ struct KernelDesc {
                              const ProblemShape& shape) = nullptr;
   // Attention kernels: how they read V for a complete config; null for other kernels.
   VInput (*v_input)(const TileConfig& config) = nullptr;
+  // The config a specialization runs when a tuning table chose `config` (complete): a variant that
+  // holds more live values than the tables' configs were chosen for narrows it (gfx12's key mask:
+  // 16 rows per wave). The tables hold one config per problem for every specialization; this says
+  // how a variant departs from it, once. Null: as chosen. Explicit configs are never narrowed (the
+  // resource check accepts or refuses them as they are).
+  TileConfig (*table_config_for)(const TileConfig& config, const Specialization& spec) = nullptr;
   // Kernels that take a second argument after their parameter struct (attention_sm90 with "tma": 1:
   // its tensor maps): writes it for one launch of a complete config into `out` (at most
   // kKernelExtraArgumentBytes, 64-byte aligned) from the launch's parameter struct `params`, and

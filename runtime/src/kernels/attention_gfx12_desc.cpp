@@ -18,7 +18,17 @@ std::string gfx12_resources(const TileConfig& config, const Specialization& spec
     return fmt::format("LDS {} B > {} B", figures.lds_bytes, gfx12_lds_limit_bytes);
   if (figures.vgpr_estimate > gfx12_vgpr_limit)
     return fmt::format("estimated {} VGPRs > {} (would spill to scratch)", figures.vgpr_estimate, gfx12_vgpr_limit);
+  if (spec.key_mask && config.at("rows_per_wave") > gfx12_key_mask_rows_per_wave)
+    return fmt::format("the key-mask variant runs at most {} rows per wave (at {} it spills to scratch)",
+                       gfx12_key_mask_rows_per_wave, config.at("rows_per_wave"));
   return {};
+}
+
+TileConfig gfx12_table_config_for(const TileConfig& config, const Specialization& spec) {
+  TileConfig fitted = config;
+  if (spec.key_mask && fitted.at("rows_per_wave") > gfx12_key_mask_rows_per_wave)
+    fitted["rows_per_wave"] = gfx12_key_mask_rows_per_wave;
+  return fitted;
 }
 
 LaunchGeometry gfx12_geometry(int, const TileConfig& config, const Specialization& spec, const ProblemShape& shape) {
@@ -80,6 +90,7 @@ extern const KernelDesc attention_gfx12_kernel{
     .check_resources = gfx12_resources,
     .geometry = gfx12_geometry,
     .v_input = [](const TileConfig&) { return VInput{false, VOrder::natural}; },  // fp8 V, keys in order
+    .table_config_for = gfx12_table_config_for,  // key masks: 16 rows per wave
     .pv_into_output = true,  // WMMA C operand = O (gfx12 accumulates fp8 products in fp32)
     .fused_scores = true,     // one v_fma per score (and a non-saturating P convert needs its bound)
     .sum_quantized_p = true,  // l by v_dot4_f32_fp8_fp8 over the packed P

@@ -35,6 +35,10 @@ struct AttentionCall {
   // Tile configs; an empty map means "ask the tuning tables".
   TileConfig attention_config;
   TileConfig prepare_config;
+  // attention_config is a tuning table's config (sagejit-precompile enumerates the tables' configs):
+  // the plan fits it to the call's specialization as it fits its own table choice
+  // (kernel_table_config), instead of taking it as it is.
+  bool attention_config_from_table = false;
 
   bool writes_lse() const { return lse != nullptr || want_lse; }
 };

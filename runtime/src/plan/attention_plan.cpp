@@ -128,7 +128,10 @@ AttentionPlan plan_attention(const AttentionCall& call, const Target& target) {
   // The attention kernel first: it decides the V format prepare writes.
   const TileConfig attention = config_for(call, call.attention_config, "attention", target);
   plan.attention = &find_kernel("attention", target.full, attention);
-  plan.attention_config = checked_config(*plan.attention, kernel_config_of(*plan.attention, attention), plan.spec, target);
+  TileConfig fitted = kernel_config_of(*plan.attention, attention);
+  if (call.attention_config.empty() || call.attention_config_from_table)
+    fitted = kernel_table_config(*plan.attention, fitted, plan.spec);
+  plan.attention_config = checked_config(*plan.attention, fitted, plan.spec, target);
   plan.spec.v = kernel_v_input(*plan.attention, plan.attention_config);
 
   plan.prepare = &find_kernel("prepare", target.full);
