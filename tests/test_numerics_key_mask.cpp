@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <limits>
 #include <random>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -61,6 +62,9 @@ Case draw_case(std::mt19937_64& rng) {
   c.options.block_n = pick(0, 1) == 0 ? 32 : 64;
   c.options.pv_fp16 = pick(0, 3) == 0;
   c.options.pv_into_output = !c.options.pv_fp16 && pick(0, 1) == 1;
+  // gfx12's form (docs/NUMERICS.md "Key masks", the fused form) in a third of the draws.
+  c.options.fused_scores = pick(0, 2) == 0;
+  c.options.sum_quantized_p = c.options.fused_scores && !c.options.pv_fp16 && pick(0, 1) == 1;
   c.options.head_dim_pad = c.head_dim_pad;
   c.kind = static_cast<int>(pick(SJ_KEY_MASK_BOOL, SJ_KEY_MASK_F16));
   c.pattern = static_cast<MaskPattern>(pick(0, 3));
@@ -73,11 +77,12 @@ Case draw_case(std::mt19937_64& rng) {
 }
 
 std::string describe(const Case& c, const KeyMaskBuffer& mask) {
-  return fmt::format("B={} Hq={} Hk={} Nq={} Nk={} D={} (pad {}) {} {} causal={} smooth={} lse={} block_n={} pv={}{} | {}",
+  return fmt::format("B={} Hq={} Hk={} Nq={} Nk={} D={} (pad {}) {} {} causal={} smooth={} lse={} block_n={} pv={}{}{}{} | {}",
                      c.batch, c.heads_q, c.heads_kv, c.seq_q, c.seq_kv, c.head_dim, c.head_dim_pad,
                      sagejit::to_string(c.dtype), sagejit::to_string(c.layout), c.options.causal, c.options.smooth_k,
                      c.options.return_lse, c.options.block_n, c.options.pv_fp16 ? "fp16" : "fp8",
-                     c.options.pv_into_output ? " (into o)" : "", mask.description);
+                     c.options.pv_into_output ? " (into o)" : "", c.options.fused_scores ? " fused" : "",
+                     c.options.sum_quantized_p ? " sum-pq" : "", mask.description);
 }
 
 struct Inputs {
@@ -195,9 +200,11 @@ TEST_CASE("key masks: masked keys take no part (their k and v values change noth
     const EmulatorResult out_after = attention(after, options);
     CHECK(out_after.out.storage() == out_before.out.storage());
   }
-  // Nothing masked (every bool true, every bias 0): the unmasked computation, bit for bit.
+  // Nothing masked (every bool true, every bias 0): the unmasked computation, bit for bit (the plain
+  // form; the fused form rounds the biased score once more, NUMERICS.md "Key masks").
   for (int kind = SJ_KEY_MASK_BOOL; kind <= SJ_KEY_MASK_F16; ++kind) {
     Case c = draw_case(rng);
+    c.options.fused_scores = c.options.sum_quantized_p = false;
     const KeyMaskBuffer mask = make_key_mask(kind, MaskPattern::none_masked, c.batch, c.seq_kv, c.stride_batch,
                                              c.stride_key, /*ltx_style=*/true, rng);  // -10000 style: zeros
     CAPTURE(describe(c, mask));
@@ -246,4 +253,38 @@ TEST_CASE("key masks: the K mean is the fp64 mean of the valid keys, key_bias th
         }
     }
   }
+}
+
+TEST_CASE("key masks, fused form: the exponent's argument stays <= P_OFFSET for any bias and score magnitude") {
+  // sj_masked_* as the gfx12 kernel uses them, on rows of random dot products, scales and biases of
+  // magnitudes up to 2^40 (where one rounding of bias - c would move the argument by thousands).
+  std::mt19937_64 rng(sagejit::test::detail::mix(sagejit::test::test_seed() + 0x4b50));
+  const int count = trials() * 20;
+  std::uniform_int_distribution<int> dot_of(-127 * 127 * 128, 127 * 127 * 128), exponent(-20, 40), keys_of(1, 64);
+  std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+  std::int64_t checked = 0;
+  for (int trial = 0; trial < count; ++trial) {
+    const float q_scale = std::ldexp(std::abs(mantissa(rng)) + 0.01f, exponent(rng) / 2 - 10);
+    const float k_scale = std::ldexp(std::abs(mantissa(rng)) + 0.01f, exponent(rng) / 2 - 10);
+    const float bias_magnitude = std::ldexp(1.0f, exponent(rng));
+    const int keys = keys_of(rng);
+    std::vector<float> x(static_cast<std::size_t>(keys));
+    float x_max = sj_neg_inf();
+    for (float& value : x) {
+      value = sj_masked_fused_score(static_cast<float>(dot_of(rng)), q_scale, k_scale, mantissa(rng) * bias_magnitude);
+      x_max = std::fmax(x_max, value);
+    }
+    const float c = sj_shifted_round_up(sj_masked_shifted_max(x_max));
+    CAPTURE(trial);
+    CAPTURE(c);
+    for (const float value : x) {
+      const float arg = sj_masked_fused_arg(value, c);
+      CHECK(arg <= SJ_P_OFFSET);
+      CHECK((static_cast<double>(value) - static_cast<double>(c)) <= static_cast<double>(SJ_P_OFFSET));  // exactly
+      ++checked;
+    }
+  }
+  CHECK(checked > 0);
+  // A row without a valid key yet (c = -inf): its masked keys' p are 0, not NaN.
+  CHECK(sj_exp2(sj_masked_fused_arg(sj_neg_inf(), sj_neg_inf())) == 0.0f);
 }
