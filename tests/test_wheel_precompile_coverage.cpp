@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tile_config.hpp"
+#include "jit/kernel_config.hpp"
 #include "jit/kernel_desc.hpp"
 #include "kernels/registry.hpp"
 #include "plan/attention_plan.hpp"
@@ -27,16 +28,21 @@ namespace {
 
 // The attention configs precompile builds for (dtype, kernel head dim, causal) from the shipped table,
 // as the kernel each selects reads them (without the switches of the family's other kernels, as the
-// plan's config is).
+// plan's config is) and as a specialization runs a table's config (kernel_table_config: gfx12's key
+// mask at 16 rows per wave; precompile passes its configs as the tables').
 std::vector<TileConfig> precompiled_configs(const nlohmann::json& attention, const std::string& arch,
-                                            const std::string& dtype, int head_dim, bool causal) {
+                                            const std::string& dtype, int head_dim, bool causal,
+                                            const Specialization& spec) {
   std::vector<TileConfig> configs{attention.at("default").get<TileConfig>()};
   for (const nlohmann::json& entry : attention.at("entries")) {
     const nlohmann::json& problem = entry.at("problem");
     if (problem.at("dtype") == dtype && problem.at("head_dim") == head_dim && problem.at("causal") == causal)
       configs.push_back(entry.at("config").get<TileConfig>());
   }
-  for (TileConfig& config : configs) config = kernel_config_of(find_kernel("attention", arch, config), config);
+  for (TileConfig& config : configs) {
+    const KernelDesc& kernel = find_kernel("attention", arch, config);
+    config = kernel_table_config(kernel, kernel_config_of(kernel, config), spec);
+  }
   return configs;
 }
 
@@ -82,7 +88,7 @@ TEST_CASE("every gfx12 call the shipped tables can plan is in the wheel's precom
                 CHECK(plan.spec.write_lse == lse);
                 CHECK(plan.spec.key_mask == masked);
                 CHECK(plan.spec.dtype == (dtype == DType::bf16 ? 0 : 1));
-                const std::vector<TileConfig> built = precompiled_configs(attention, arch, dtype_name, plan.spec.head_dim, causal);
+                const std::vector<TileConfig> built = precompiled_configs(attention, arch, dtype_name, plan.spec.head_dim, causal, plan.spec);
                 const bool covered = std::find(built.begin(), built.end(), plan.attention_config) != built.end();
                 CHECK_MESSAGE(covered, "planned config ", config_id(plan.attention_config), " is not precompiled");
                 ++calls;

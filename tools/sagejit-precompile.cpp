@@ -251,7 +251,7 @@ void write_emit_manifest(const fs::path& dir, const Plan& plan, const std::vecto
                        {"kernel", job.kernel->name},
                        {"config", job.config},
                        {"spec", {{"dtype", job.spec.dtype}, {"head_dim", job.spec.head_dim}, {"causal", job.spec.causal},
-                                 {"write_lse", job.spec.write_lse}}},
+                                 {"write_lse", job.spec.write_lse}, {"key_mask", job.spec.key_mask}}},
                        {"target", plan.jobs[i].keyed.rendered.target},
                        {"compiler", job.compiler->identity()},
                        {"status", outcomes[i].status},
