@@ -13,9 +13,10 @@
 //   SJ_WAVES, SJ_ROWS_PER_WAVE 16|32, SJ_BLOCK_N 32|64, SJ_STAGES 1|2. SJ_HEAD_DIM is the kernel head
 //   dim; out gets the call's p.head_dim columns (fewer when the call's head dim is zero-padded).
 //   SJ_KEY_MASK (optional, 1): a key mask (docs/NUMERICS.md "Key masks"), SjKeyMask as the second
-//   kernel argument: the key bias prepare wrote is added to every score, a key tile without a valid
-//   key is neither loaded nor computed (the decision is uniform: the mask is per batch item), and a
-//   row without any valid key writes 0. Without it the code is what it was before masks existed.
+//   kernel argument: the key bias prepare wrote enters every score's fma (the fused form with a
+//   bias), a key tile without a valid key is neither loaded nor computed (the decision is uniform:
+//   the mask is per batch item), and a row without any valid key writes 0. Without it the code is
+//   what it was before masks existed. Masked calls run at 16 rows per wave (the plan's rule).
 // Launch (attention_gfx12_desc.cpp): grid (ceil(Nq / (WAVES*ROWS_PER_WAVE)), Hq, B), block WAVES*32.
 // Workspace pointers must be 16-byte aligned (the runner's workspace layout guarantees it), and a KV
 // head's V workspace must be below 4 GiB (Nk_pad * D < 2^32): per-lane tile offsets are 32-bit.
