@@ -15,8 +15,9 @@ install(FILES ${sagejit_public_headers} ${PROJECT_BINARY_DIR}/runtime/generated_
 # `pip wheel . -Ccmake.define.SAGEJIT_WHEEL_PRECOMPILE=gfx1201;gfx1200` compiles those archs' kernels
 # at build time (clang-22 needed then) so that the first call on such a GPU loads instead of compiling:
 # every specialization the shipped tables can reach (bf16/fp16, both kernel head dims, which also
-# serve the zero-padded ones, causal, and the LSE output of ring attention: --all-specializations),
-# 40 objects per gfx12 arch. A miss (a user's own table entry) compiles with hipRTC on first call.
+# serve the zero-padded ones, causal, the LSE output of ring attention and key masks, each alone and
+# together: --all-specializations), 40 objects per gfx12 arch before the key-mask
+# variants doubled them. A miss (a user's own table entry) compiles with hipRTC on first call.
 set(SAGEJIT_WHEEL_PRECOMPILE "" CACHE STRING "GPU archs whose kernels the wheel ships precompiled")
 if(SAGEJIT_WHEEL_PRECOMPILE)
   if(NOT SAGEJIT_BUILD_TOOLS)

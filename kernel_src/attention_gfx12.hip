@@ -12,6 +12,11 @@
 //   SJ_HEAD_DIM 64|128, SJ_DTYPE 0 (bf16) | 1 (fp16), SJ_CAUSAL 0|1, SJ_WRITE_LSE 0|1,
 //   SJ_WAVES, SJ_ROWS_PER_WAVE 16|32, SJ_BLOCK_N 32|64, SJ_STAGES 1|2. SJ_HEAD_DIM is the kernel head
 //   dim; out gets the call's p.head_dim columns (fewer when the call's head dim is zero-padded).
+//   SJ_KEY_MASK (optional, 1): a key mask (docs/NUMERICS.md "Key masks"), SjKeyMask as the second
+//   kernel argument: the key bias prepare wrote enters every score's fma (the fused form with a
+//   bias), a key tile without a valid key is neither loaded nor computed (the decision is uniform:
+//   the mask is per batch item), and a row without any valid key writes 0. Without it the code is
+//   what it was before masks existed. Masked calls run at 16 rows per wave (the plan's rule).
 // Launch (attention_gfx12_desc.cpp): grid (ceil(Nq / (WAVES*ROWS_PER_WAVE)), Hq, B), block WAVES*32.
 // Workspace pointers must be 16-byte aligned (the runner's workspace layout guarantees it), and a KV
 // head's V workspace must be below 4 GiB (Nk_pad * D < 2^32): per-lane tile offsets are 32-bit.
@@ -20,6 +25,12 @@
 #include "common/online_softmax.h"
 #include "common/query_block.h"
 #include "arch/mma_gfx12.h"
+#ifndef SJ_KEY_MASK
+#define SJ_KEY_MASK 0
+#endif
+#if SJ_KEY_MASK
+#include "common/key_mask.h"
+#endif
 
 #if !defined(SJ_HEAD_DIM) || !defined(SJ_DTYPE) || !defined(SJ_CAUSAL) || !defined(SJ_WRITE_LSE) || \
     !defined(SJ_WAVES) || !defined(SJ_ROWS_PER_WAVE) || !defined(SJ_BLOCK_N) || !defined(SJ_STAGES)
@@ -87,20 +98,30 @@ SJ_DEVICE int opaque_tid(int tid) {
 
 // Global offsets are 32-bit and added to a uniform (SGPR) tile base, so each load is one
 // global_load_b128 with a scalar base (hence the 4 GiB per KV head limit in the header comment).
-SJ_DEVICE void load_k_tile(ChunkRegs& regs, const sj_i8* k_head, int tile_start, int tid) {
-  const sj_i8* src = k_head + (long long)tile_start * kD;  // K rows are D contiguous bytes
-#pragma unroll
-  for (int i = 0; i < kChunkIters; ++i)
-    if (chunk_exists(tid, i)) regs.chunk[i] = *(const sj_v4i*)(src + (unsigned)(tid * 16 + i * kThreads * 16));
+// The lane's offset (k_lane_offset / v_lane_offset) is computed once, and the key loop passes it
+// through an opaque copy per tile (a v_mov): loop strength reduction otherwise folds it into 64-bit
+// per-lane pointers that cost two VALU adds per load stream and tile.
+SJ_DEVICE unsigned k_lane_offset(int tid) { return (unsigned)tid * 16; }
+SJ_DEVICE unsigned v_lane_offset(int tid, int seq_kv_pad) {
+  return (unsigned)(tid / (kBlockN / 16)) * (unsigned)seq_kv_pad + (tid % (kBlockN / 16)) * 16;
 }
 
-SJ_DEVICE void load_v_tile(ChunkRegs& regs, const sj_u8* v_head, int seq_kv_pad, int tile_start, int tid) {
-  const unsigned thread_offset = (unsigned)(tid / (kBlockN / 16)) * (unsigned)seq_kv_pad + (tid % (kBlockN / 16)) * 16;
+SJ_DEVICE void load_k_tile(ChunkRegs& regs, const sj_i8* k_head, int tile_start, int tid, unsigned lane_offset) {
+#pragma unroll
+  for (int i = 0; i < kChunkIters; ++i) {
+    // K rows are D contiguous bytes; the pass offset is uniform.
+    const sj_i8* src = k_head + (long long)tile_start * kD + i * kThreads * 16;
+    if (chunk_exists(tid, i)) regs.chunk[i] = *(const sj_v4i*)(src + lane_offset);
+  }
+}
+
+SJ_DEVICE void load_v_tile(ChunkRegs& regs, const sj_u8* v_head, int seq_kv_pad, int tile_start, int tid,
+                           unsigned lane_offset) {
 #pragma unroll
   for (int i = 0; i < kChunkIters; ++i) {
     // V^T rows (channels) are seq_kv_pad bytes apart; the pass offset is uniform.
     const sj_u8* src = v_head + tile_start + (long long)(i * kVRowsPerPass) * seq_kv_pad;
-    if (chunk_exists(tid, i)) regs.chunk[i] = *(const sj_v4i*)(src + thread_offset);
+    if (chunk_exists(tid, i)) regs.chunk[i] = *(const sj_v4i*)(src + lane_offset);
   }
 }
 
@@ -130,6 +151,21 @@ SJ_DEVICE sj_v4i read_v_frags(const sj_u8* v_tile, int cb, int g, int lane) {
   return *(const sj_v4i*)(v_tile + (cb * 16 + sj_g12_v_frag_channel(lane)) * kVRowBytes + sj_g12_v_frag_key(2 * g, lane, 0));
 }
 
+// Sets the values of one query's masked keys of the tile to -inf (lane `lane`'s accumulator layout).
+// Keys are taken relative to the lane's first key, key0 = key - offset (visibility is shift
+// invariant), so each test compares a constant offset with two per-lane limits instead of computing
+// every key. The limits pass through an opaque copy so that each call computes its own compares
+// inside its masked branch; otherwise the compiler hoists them into the unmasked path to share them.
+SJ_DEVICE void mask_keys(float (&x)[kKBlocks][8], int query_rel, int seq_kv_rel, int lane) {
+  asm volatile("" : "+v"(query_rel), "+v"(seq_kv_rel));
+#pragma unroll
+  for (int kb = 0; kb < kKBlocks; ++kb)
+#pragma unroll
+    for (int v = 0; v < 8; ++v)
+      if (!sj_key_visible(query_rel, sj_g12_s_key(kb, lane, v) - sj_g12_s_key(0, lane, 0), seq_kv_rel, kCausal))
+        x[kb][v] = sj_neg_inf();
+}
+
 // Stores 8 consecutive output elements; 16-byte stores when the caller's tensor allows it.
 SJ_DEVICE void store_out8(sj_u16* dst, const sj_u16 (&vals)[8], bool aligned16) {
   if (aligned16) {
@@ -145,10 +181,25 @@ SJ_DEVICE void store_out8(sj_u16* dst, const sj_u16 (&vals)[8], bool aligned16) 
   }
 }
 
+#if SJ_KEY_MASK
+// Whether key tile `tile_start` holds a valid key (a bias other than -inf): every wave reads the
+// tile's BLOCK_N biases (one or two per lane) and ballots, so the answer is uniform (SGPR).
+SJ_DEVICE bool tile_has_valid_key(const float* key_bias, int tile_start, int lane) {
+  bool valid = false;
+#pragma unroll
+  for (int i = 0; i < kBlockN / SJ_GFX12_WAVE; ++i) valid = valid || sj_key_bias_valid(key_bias[tile_start + i * SJ_GFX12_WAVE + lane]);
+  return __builtin_amdgcn_ballot_w32(valid) != 0u;
+}
+#endif
+
 }  // namespace sj_gfx12
 
 SJ_KERNEL __attribute__((amdgpu_flat_work_group_size(sj_gfx12::kThreads, sj_gfx12::kThreads)))
+#if SJ_KEY_MASK
+void sj_attention_gfx12(SjAttentionParams p, SjKeyMask km) {
+#else
 void sj_attention_gfx12(SjAttentionParams p) {
+#endif
   using namespace sj_gfx12;
   SJ_SHARED __attribute__((aligned(16))) sj_u8 lds[kStages * kStageBytes];
 
@@ -193,7 +244,9 @@ void sj_attention_gfx12(SjAttentionParams p) {
 
   const sj_i8* k_head = p.k8 + kv_head * p.seq_kv_pad * kD;
   const sj_u8* v_head = (const sj_u8*)p.v_quant + kv_head * kD * p.seq_kv_pad;
-  const float* k_scales = p.k_scale + kv_head * (p.seq_kv_pad / SJ_QUANT_BLOCK);
+  // Read-only for the whole kernel, so the constant address space: uniform loads become s_load
+  // into SGPRs and q_scale * k_scale a scalar multiply (a global pointer's loads stayed per lane).
+  const SJ_G12_CONSTANT float* k_scales = (const SJ_G12_CONSTANT float*)(p.k_scale + kv_head * (p.seq_kv_pad / SJ_QUANT_BLOCK));
 
   const int group_rows = seq_q - group_row0 < kRowsPerGroup ? seq_q - group_row0 : kRowsPerGroup;
   const int keys = sj_keys_to_visit(group_row0, group_rows, seq_kv, kCausal);
@@ -206,22 +259,44 @@ void sj_attention_gfx12(SjAttentionParams p) {
   // STAGES 2 stores them into the other LDS buffer (one barrier per tile); STAGES 1 has one buffer,
   // so it waits for every wave to finish reading it first (two barriers per tile).
   ChunkRegs k_regs, v_regs;
-  load_k_tile(k_regs, k_head, 0, tid);
-  load_v_tile(v_regs, v_head, p.seq_kv_pad, 0, tid);
+  const unsigned k_offset = k_lane_offset(tid), v_offset = v_lane_offset(tid, p.seq_kv_pad);
+#if SJ_KEY_MASK
+  // The key tiles without a valid key are skipped: neither loaded nor computed.
+  const float* key_bias = km.key_bias + (long long)b * p.seq_kv_pad;
+  // Prepare wrote it before this launch and nothing writes it now: readable as constant memory.
+  const SJ_G12_CONSTANT float* uniform_bias = (const SJ_G12_CONSTANT float*)key_bias;
+  bool tile_valid = tiles > 0 && tile_has_valid_key(key_bias, 0, lane);
+  if (tile_valid) {
+#endif
+  load_k_tile(k_regs, k_head, 0, tid, k_offset);
+  load_v_tile(v_regs, v_head, p.seq_kv_pad, 0, tid, v_offset);
   store_k_tile(k_regs, lds, tid);
   store_v_tile(v_regs, lds, tid);
+#if SJ_KEY_MASK
+  }
+#endif
   sj_barrier();
 
 #pragma clang loop unroll(disable)
   for (int t = 0; t < tiles; ++t) {
     const int tile_start = t * kBlockN;
+#if SJ_KEY_MASK
+    const bool has_next = t + 1 < tiles && tile_has_valid_key(key_bias, tile_start + kBlockN, lane);
+#else
     const bool has_next = t + 1 < tiles;
+#endif
     sj_u8* const next_stage = lds + (kStages == 1 ? 0 : ((t + 1) & 1) * kStageBytes);
     const sj_u8* k_tile = lds + (kStages == 1 ? 0 : (t & 1) * kStageBytes);
     const sj_u8* v_tile = k_tile + kKTileBytes;
 
+    // Tiles that hold keys past the end or (causal) past a row of the wave's diagonal are masked.
+    const bool needs_mask = tile_start + kBlockN > seq_kv || (kCausal && tile_start + kBlockN - 1 > wave_row0);
     // Waves whose rows are all past the end, or (causal) all before this tile, skip the math.
+#if SJ_KEY_MASK
+    const bool wave_computes = tile_valid && wave_active && (!kCausal || tile_start <= wave_last_query);
+#else
     const bool wave_computes = wave_active && (!kCausal || tile_start <= wave_last_query);
+#endif
     sj_v8i acc[kQBlocks][kKBlocks];
     sj_v2i p_frag[kQBlocks][kKBlocks];
     float alpha[kQBlocks];
@@ -263,54 +338,105 @@ void sj_attention_gfx12(SjAttentionParams p) {
         for (int kb = 0; kb < kKBlocks; ++kb) asm volatile("" : "+v"(acc[qb][kb]));
 
       // ---- Scores, mask, online softmax, P quantization (per query column, per lane) ----
+      // The fused form (docs/NUMERICS.md, "Fused scores"): the running state m is the shifted
+      // maximum (row max - P_OFFSET, rounded up), the max runs over float(dot) per 32-key group (one
+      // K scale: scaling by a positive scale commutes with max), and each p is exp2 of one fma.
       float k_scale[kKBlocks / 2];
 #pragma unroll
       for (int g = 0; g < kKBlocks / 2; ++g) k_scale[g] = k_scales[tile_start / SJ_QUANT_BLOCK + g];
-      const bool needs_mask = tile_start + kBlockN > seq_kv || (kCausal && tile_start + kBlockN - 1 > wave_row0);
 
 #pragma unroll
       for (int qb = 0; qb < kQBlocks; ++qb) {
         const int query = wave_row0 + qb * 16 + sj_g12_s_query(lane);
-        float s[kKBlocks][8];
+        float dot[kKBlocks][8];
 #pragma unroll
         for (int kb = 0; kb < kKBlocks; ++kb)
 #pragma unroll
-          for (int v = 0; v < 8; ++v) s[kb][v] = sj_score(acc[qb][kb][v], q_scale[qb], k_scale[kb / 2]);
-        if (needs_mask) {
+          for (int v = 0; v < 8; ++v) dot[kb][v] = (float)acc[qb][kb][v];
+        const int key0 = tile_start + sj_g12_s_key(0, lane, 0);
+#if SJ_KEY_MASK
+        // With a key mask the fused form runs on the biased score x = fma(dot, sq*sk, bias) (one fma
+        // per score; docs/NUMERICS.md "Key masks", the fused form): the maximum is taken over x, and
+        // each argument is x - c. The 8 keys of a lane in key block kb are consecutive and the same
+        // for the 16 lanes of a half-wave (sj_g12_s_key: the half's first key is 16 past the
+        // other's), so both halves' biases are uniform: scalar loads (constant address space) and one
+        // select per score, since the 32-row configs have no VGPRs for a per-lane copy of them.
+        const bool upper_half = sj_g12_lane_half(lane) != 0;
 #pragma unroll
-          for (int kb = 0; kb < kKBlocks; ++kb)
+        for (int kb = 0; kb < kKBlocks; ++kb) {
+          const int bias0 = tile_start + sj_g12_key_slot(kb, 0);
 #pragma unroll
-            for (int v = 0; v < 8; ++v)
-              if (!sj_key_visible(query, tile_start + sj_g12_s_key(kb, lane, v), seq_kv, kCausal)) s[kb][v] = sj_neg_inf();
+          for (int v = 0; v < 8; ++v) {
+            const float lower = uniform_bias[bias0 + v], upper = uniform_bias[bias0 + 16 + v];
+            dot[kb][v] = sj_masked_fused_score(dot[kb][v], q_scale[qb], k_scale[kb / 2], upper_half ? upper : lower);
+          }
+          // One key block's 16 biases at a time: all of a 64-key tile's (64 SGPRs) would spill SGPRs.
+          if (kKBlocks > 2) __builtin_amdgcn_sched_barrier(0);
         }
-        float tile_max = sj_neg_inf();
+        if (needs_mask) mask_keys(dot, query - key0, seq_kv - key0, lane);
+        float lane_max = sj_neg_inf();  // over x, so fmax ignores a NaN score as the kernel's v_max does
 #pragma unroll
         for (int kb = 0; kb < kKBlocks; ++kb)
 #pragma unroll
-          for (int v = 0; v < 8; ++v) tile_max = __builtin_fmaxf(tile_max, s[kb][v]);
-        tile_max = sj_g12_max_halves(tile_max);
-        const float m_new = __builtin_fmaxf(m[qb], tile_max);
-        alpha[qb] = sj_rescale(m[qb], m_new);
+          for (int v = 0; v < 8; ++v) lane_max = __builtin_fmaxf(lane_max, dot[kb][v]);
+        lane_max = sj_masked_shifted_max(lane_max);
+#else
+        if (needs_mask) mask_keys(dot, query - key0, seq_kv - key0, lane);
+        float lane_max = 0.0f;  // the first group's value (fmax(-inf, x) is not x for a NaN x)
+#pragma unroll
+        for (int g = 0; g < kKBlocks / 2; ++g) {
+          float dot_max = sj_neg_inf();  // folds into the first v_max3
+#pragma unroll
+          for (int kb = 2 * g; kb < 2 * g + 2; ++kb)
+#pragma unroll
+            for (int v = 0; v < 8; ++v) dot_max = __builtin_fmaxf(dot_max, dot[kb][v]);
+          const float group_max = sj_shifted_group_max(dot_max, q_scale[qb], k_scale[g]);
+          lane_max = g == 0 ? group_max : __builtin_fmaxf(lane_max, group_max);
+        }
+#endif
+        lane_max = sj_shifted_round_up(lane_max);
+        const float m_new = __builtin_fmaxf(m[qb], sj_g12_max_halves(lane_max));
+        // = sj_rescale(m, m_new) without branches: exp2(-inf) is 0 for a row that saw nothing yet.
+        const float ratio = sj_exp2(m[qb] - m_new);
+        alpha[qb] = m[qb] == m_new ? 1.0f : ratio;
         m[qb] = m_new;
-        float tile_sum = 0.0f;
+        float arg[kKBlocks][8];
+#if SJ_KEY_MASK
+        // A masked key's x is -inf already, so its x - c is -inf (sj_masked_fused_arg takes c = 0 for
+        // a row without a valid key yet): no second mask.
+#pragma unroll
+        for (int kb = 0; kb < kKBlocks; ++kb)
+#pragma unroll
+          for (int v = 0; v < 8; ++v) arg[kb][v] = sj_masked_fused_arg(dot[kb][v], m_new);
+#else
+#pragma unroll
+        for (int kb = 0; kb < kKBlocks; ++kb)
+#pragma unroll
+          for (int v = 0; v < 8; ++v) arg[kb][v] = sj_fused_arg(dot[kb][v], q_scale[qb], k_scale[kb / 2], m_new);
+        // Masked again after the fma: -inf times a zero (or NaN) scale is NaN.
+        if (needs_mask) mask_keys(arg, query - key0, seq_kv - key0, lane);
+#endif
+        // l = l * alpha + the sum of the quantized p, accumulated onto the rescaled l (two
+        // v_dot4_f32_fp8_fp8 per key block). Each half-wave keeps the sum over its own keys; they are
+        // added once, in the epilogue.
+        float row_sum = l[qb] * alpha[qb];
 #pragma unroll
         for (int kb = 0; kb < kKBlocks; ++kb) {
           float prob[8];
 #pragma unroll
-          for (int v = 0; v < 8; ++v) {
-            prob[v] = sj_prob(s[kb][v], m_new);
-            tile_sum += prob[v];
-          }
+          for (int v = 0; v < 8; ++v) prob[v] = sj_exp2(arg[kb][v]);
           p_frag[qb][kb] = sj_g12_pack_p(prob);
+          row_sum = sj_g12_sum_p(p_frag[qb][kb], row_sum);
         }
-        // Each half-wave keeps the sum over its own keys; they are added once, in the epilogue.
-        l[qb] = l[qb] * alpha[qb] + tile_sum;
+        l[qb] = row_sum;
       }
     }
 
     if (has_next) {
-      load_k_tile(k_regs, k_head, tile_start + kBlockN, tid);
-      load_v_tile(v_regs, v_head, p.seq_kv_pad, tile_start + kBlockN, tid);
+      unsigned k_lane = k_offset, v_lane = v_offset;
+      asm volatile("" : "+v"(k_lane), "+v"(v_lane));
+      load_k_tile(k_regs, k_head, tile_start + kBlockN, tid, k_lane);
+      load_v_tile(v_regs, v_head, p.seq_kv_pad, tile_start + kBlockN, tid, v_lane);
     }
 
     if (wave_computes) {
@@ -355,6 +481,11 @@ void sj_attention_gfx12(SjAttentionParams p) {
       store_v_tile(v_regs, next_stage, tid);
     }
     sj_barrier();
+#if SJ_KEY_MASK
+    // The next tile is computed when it was loaded; a skipped one leaves the next stage stale, which
+    // nothing reads, and the loop's search goes on from it.
+    tile_valid = has_next;
+#endif
   }
 
   // ---- Epilogue: out = (o / l) * sv in the input dtype; LSE ---------------------------------------
@@ -378,13 +509,17 @@ void sj_attention_gfx12(SjAttentionParams p) {
       const float sv[8] = {sv_lo.x, sv_lo.y, sv_lo.z, sv_lo.w, sv_hi.x, sv_hi.y, sv_hi.z, sv_hi.w};
       sj_u16 vals[8];
 #pragma unroll
+#if SJ_KEY_MASK
+      for (int v = 0; v < 8; ++v) vals[v] = sj_to_dtype(sj_masked_output(o[qb][cb][v], row_sum, sv[v]), SJ_DTYPE);
+#else
       for (int v = 0; v < 8; ++v) vals[v] = sj_to_dtype(sj_output(o[qb][cb][v], row_sum, sv[v]), SJ_DTYPE);
+#endif
       store_out8(out_row + d0, vals, aligned16);
     }
     if (kWriteLse && sj_g12_lane_half(lane) == 0) {
       const long long row = q_head * seq_q + query;
       const float delta = p.lse_delta ? p.lse_delta[row] : 0.0f;
-      p.lse[row] = sj_lse(m[qb], row_sum, delta);
+      p.lse[row] = sj_lse_fused(m[qb], row_sum, delta);
     }
   }
 }

@@ -12,13 +12,31 @@
 //
 // Grid: (ceil(Nq / BLOCK_M), Hq, B); causal grids run the heaviest query blocks first.
 // Defines: SJ_HEAD_DIM, SJ_WARPS, SJ_ROWS_PER_WARP, SJ_BLOCK_N, SJ_STAGES, SJ_PV_FP16, SJ_DTYPE,
-// SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS (optional, default 1). SJ_HEAD_DIM is the kernel head dim;
+// SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS (optional, default 1), SJ_KEY_MASK (optional, 1: a key mask,
+// docs/NUMERICS.md "Key masks", SjKeyMask as the second kernel argument: the key bias prepare wrote
+// is added to every score, a key tile without a valid key is not computed (its copies still run),
+// and a row without any valid key writes 0). SJ_HEAD_DIM is the kernel head dim;
 // out gets the call's p.head_dim columns (fewer when the call's head dim is zero-padded).
 #include "arch/mma_sm80.h"
 #include "common/constants.h"
 #include "common/online_softmax.h"
 #include "common/prelude.h"
 #include "common/query_block.h"
+#ifndef SJ_KEY_MASK
+#define SJ_KEY_MASK 0
+#endif
+#if SJ_KEY_MASK
+#include "common/key_mask.h"
+
+// Whether key tile `first_key` holds a valid key: the warp reads the tile's biases and votes, so the
+// answer is uniform (the mask is per batch item; every warp of the CTA gets the same one).
+SJ_DEVICE bool sj_tile_has_valid_key(const float* key_bias, int first_key, int lane) {
+  bool valid = false;
+#pragma unroll
+  for (int i = 0; i < SJ_BLOCK_N / 32; ++i) valid = valid || sj_key_bias_valid(key_bias[first_key + 32 * i + lane]);
+  return __any_sync(0xffffffffu, valid);
+}
+#endif
 
 #define SJ_D SJ_HEAD_DIM
 #define SJ_BLOCK_M (SJ_WARPS * SJ_ROWS_PER_WARP)
@@ -52,7 +70,12 @@ SJ_DEVICE void sj_load_tile(const SjAttentionParams& p, unsigned smem_base, int 
 #define SJ_MIN_BLOCKS 1
 #endif
 // SJ_MIN_BLOCKS > 1 caps the registers so that many CTAs fit on an SM (more warps to hide latency).
+#if SJ_KEY_MASK
+extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_attention_sm80(SjAttentionParams p, SjKeyMask km) {
+  const float* key_bias = km.key_bias + (sj_i64)sj_block_z() * p.seq_kv_pad;
+#else
 extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_attention_sm80(SjAttentionParams p) {
+#endif
   extern __shared__ __align__(128) unsigned char sj_smem[];
   const int lane = (int)sj_thread_x() & 31, warp = (int)sj_thread_x() >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -151,7 +174,12 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     sj_barrier();
 #endif
     // A warp whose rows all precede this tile's first key (causal) has nothing to add.
+#if SJ_KEY_MASK
+    const bool warp_active = (!SJ_CAUSAL || first_key <= warp_q0 + SJ_ROWS_PER_WARP - 1) &&
+                             sj_tile_has_valid_key(key_bias, first_key, lane);
+#else
     const bool warp_active = !SJ_CAUSAL || first_key <= warp_q0 + SJ_ROWS_PER_WARP - 1;
+#endif
     if (warp_active) {
       const unsigned k_smem = smem_base + stage * SJ_STAGE_BYTES;
       const unsigned v_smem = k_smem + SJ_K_TILE_BYTES;
@@ -205,6 +233,9 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
             // add and an FADD instead of a quarter-rate I2F per score.
             const float dot = sj_bit_cast<float>(s_acc[mt][nt][i] + 0x4B400000) - 12582912.0f;
             float s = dot * qk_scale[mt][nt * 8 / SJ_QUANT_BLOCK];
+#if SJ_KEY_MASK
+            s = sj_masked_score(s, key_bias[first_key + nt * 8 + 2 * t + (i & 1)]);
+#endif
             if (needs_mask) {
               const int row = warp_q0 + mt * 16 + g + ((i >> 1) << 3);
               const int key = first_key + nt * 8 + 2 * t + (i & 1);
@@ -334,8 +365,13 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
         if (dt * 8 >= p.head_dim) break;  // columns past the call's head dim are padding
         const int d = dt * 8 + 2 * t;
         const float2 sv = *(const float2*)(v_scale + d);
+#if SJ_KEY_MASK
+        const sj_u16 lo = sj_to_dtype(sj_masked_output(o[mt][dt][2 * h], row_l, sv.x), SJ_DTYPE);
+        const sj_u16 hi = sj_to_dtype(sj_masked_output(o[mt][dt][2 * h + 1], row_l, sv.y), SJ_DTYPE);
+#else
         const sj_u16 lo = sj_to_dtype(sj_output(o[mt][dt][2 * h], row_l, sv.x), SJ_DTYPE);
         const sj_u16 hi = sj_to_dtype(sj_output(o[mt][dt][2 * h + 1], row_l, sv.y), SJ_DTYPE);
+#endif
         out[d] = lo;  // 16-bit stores: output strides need not be even
         out[d + 1] = hi;
       }

@@ -18,7 +18,10 @@
 //
 // Grid: (ceil(Nq / BLOCK_M), Hq, B); causal grids run the heaviest query blocks first.
 // Defines: SJ_HEAD_DIM (64|128), SJ_WARPS (4|8: one or two warpgroups), SJ_BLOCK_N (64|128), SJ_STAGES (2|3), SJ_DTYPE,
-// SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS, SJ_TMA (0|1). SJ_HEAD_DIM is the kernel head dim; out gets the call's
+// SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS, SJ_TMA (0|1), SJ_KEY_MASK (optional, 1: a key mask,
+// docs/NUMERICS.md "Key masks", SjKeyMask as the last kernel argument: the key bias prepare wrote is
+// added to every score, a key tile without a valid key is not computed (it is still copied, so
+// every stage's phases stay in step), and a row without any valid key writes 0). SJ_HEAD_DIM is the kernel head dim; out gets the call's
 // p.head_dim columns (fewer when the call's head dim is zero-padded).
 #include "arch/mma_sm80.h"
 #include "arch/wgmma_sm90.h"
@@ -55,6 +58,70 @@
 #endif
 #ifndef SJ_TMA
 #define SJ_TMA 0
+#endif
+#ifndef SJ_KEY_MASK
+#define SJ_KEY_MASK 0
+#endif
+#if SJ_KEY_MASK
+#include "common/key_mask.h"
+
+// Whether key tile `first_key` holds a valid key: the warp reads the tile's biases and votes (the
+// same answer in every warp: the mask is per batch item, so a warpgroup skips the tile as one).
+SJ_DEVICE bool sj_sm90_tile_has_valid_key(const float* key_bias, int first_key, int lane) {
+  bool valid = false;
+#pragma unroll
+  for (int i = 0; i < SJ_BLOCK_N / 32; ++i) valid = valid || sj_key_bias_valid(key_bias[first_key + 32 * i + lane]);
+  return __any_sync(0xffffffffu, valid);
+}
+
+// sj_sm90_softmax with the key mask: scores are sj_masked_score(dot * scale, bias) (the bias of the
+// score's key), then the visibility mask (the sequence end, causal), the tile max on the biased
+// scores, p = exp2(s - (m - offset)) (m = -inf: nothing valid yet, p = 0).
+SJ_DEVICE void sj_sm90_softmax_masked(const int (&s_acc)[SJ_S_REGS],
+                                      const float (&qk_scale)[SJ_BLOCK_N / SJ_QUANT_BLOCK], const float* key_bias,
+                                      int row, int first_key, int seq_kv, int lane, bool visibility, float (&m)[2],
+                                      float (&l)[2], float (&alpha)[2], unsigned (&p_frag)[SJ_PV_STEPS][4]) {
+  float value[SJ_S_REGS];
+  float tile_max[2] = {sj_neg_inf(), sj_neg_inf()};
+#pragma unroll
+  for (int i = 0; i < SJ_S_REGS; ++i) {
+    const int h = (i >> 1) & 1;
+    const int key = first_key + sj_sm90_acc_col(lane, i);
+    float score = sj_masked_score((float)s_acc[i] * qk_scale[i >> 4], key_bias[key]);
+    if (visibility && !sj_key_visible(row + 8 * h, key, seq_kv, SJ_CAUSAL)) score = sj_neg_inf();
+    value[i] = score;
+    tile_max[h] = fmaxf(tile_max[h], score);
+  }
+  float m_use[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    tile_max[h] = fmaxf(tile_max[h], sj_shfl_xor(tile_max[h], 1));
+    tile_max[h] = fmaxf(tile_max[h], sj_shfl_xor(tile_max[h], 2));
+    const float m_new = fmaxf(m[h], tile_max[h]);
+    alpha[h] = sj_rescale(m[h], m_new);
+    m[h] = m_new;
+    m_use[h] = m_new == sj_neg_inf() ? 0.0f : m_new - SJ_P_OFFSET;
+  }
+  float row_sum[2] = {0.0f, 0.0f};
+#pragma unroll
+  for (int i = 0; i < SJ_S_REGS; ++i) {
+    const int h = (i >> 1) & 1;
+    const float prob = sj_sm80_exp2(value[i] - m_use[h]);  // sj_prob
+    value[i] = prob;
+    row_sum[h] += prob;
+  }
+  l[0] = l[0] * alpha[0] + row_sum[0];
+  l[1] = l[1] * alpha[1] + row_sum[1];
+#pragma unroll
+  for (int kk = 0; kk < SJ_PV_STEPS; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+      p_frag[kk][r] = sj_pack_e4m3x4(value[sj_sm90_p_source(kk, r, 0)], value[sj_sm90_p_source(kk, r, 1)],
+                                     value[sj_sm90_p_source(kk, r, 2)], value[sj_sm90_p_source(kk, r, 3)]);
+}
+#define SJ_KEY_MASK_ARGUMENT , SjKeyMask km
+#else
+#define SJ_KEY_MASK_ARGUMENT
 #endif
 
 #if SJ_TMA
@@ -151,11 +218,14 @@ SJ_DEVICE void sj_sm90_softmax(const int (&s_acc)[SJ_S_REGS], const float (&qk_s
 
 #if SJ_TMA
 extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS)
-    sj_attention_sm90(SjAttentionParams p, const __grid_constant__ SjSm90TensorMaps maps) {
+    sj_attention_sm90(SjAttentionParams p, const __grid_constant__ SjSm90TensorMaps maps SJ_KEY_MASK_ARGUMENT) {
   // One "full" mbarrier per stage: thread 0's arrival plus the tile's bytes complete a phase.
   __shared__ __align__(8) unsigned long long sj_full[SJ_STAGES];
 #else
-extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_attention_sm90(SjAttentionParams p) {
+extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_attention_sm90(SjAttentionParams p SJ_KEY_MASK_ARGUMENT) {
+#endif
+#if SJ_KEY_MASK
+  const float* key_bias = km.key_bias + (sj_i64)sj_block_z() * p.seq_kv_pad;
 #endif
   extern __shared__ __align__(1024) unsigned char sj_smem[];
   const int lane = (int)sj_thread_x() & 31, warp = (int)sj_thread_x() >> 5;
@@ -241,6 +311,9 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     }
     if (tile >= wg_tiles) continue;  // (the last warpgroup visits every tile: each phase is waited for)
     sj_mbarrier_wait(full_bar + 8 * stage, (unsigned)(tile / SJ_STAGES) & 1u);
+#if SJ_KEY_MASK
+    if (!sj_sm90_tile_has_valid_key(key_bias, first_key, lane)) continue;  // after the wait: the phase is consumed
+#endif
 #else
     // After this barrier every thread's copies of this tile have landed (and are visible to the
     // async proxy) and every warpgroup has finished tile - 1, whose buffer is refilled now.
@@ -253,6 +326,9 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
       sj_cp_async_commit();
     }
     if (tile >= wg_tiles) continue;
+#if SJ_KEY_MASK
+    if (!sj_sm90_tile_has_valid_key(key_bias, first_key, lane)) continue;
+#endif
 #endif
     const unsigned k_smem = stages_smem + stage * SJ_STAGE_BYTES;
     const unsigned v_smem = k_smem + SJ_K_TILE_BYTES;
@@ -265,10 +341,15 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     const bool needs_mask = first_key + SJ_BLOCK_N > p.seq_kv || (SJ_CAUSAL && first_key + SJ_BLOCK_N - 1 > warp_q0);
     float alpha[2];
     unsigned p_frag[SJ_PV_STEPS][4];
+#if SJ_KEY_MASK
+    sj_sm90_softmax_masked(s_acc, qk_scale, key_bias, warp_q0 + g, first_key, p.seq_kv, lane, needs_mask, m, l, alpha,
+                           p_frag);
+#else
     if (needs_mask)
       sj_sm90_softmax<true>(s_acc, qk_scale, warp_q0 + g, first_key, p.seq_kv, lane, m, l, alpha, p_frag);
     else
       sj_sm90_softmax<false>(s_acc, qk_scale, warp_q0 + g, first_key, p.seq_kv, lane, m, l, alpha, p_frag);
+#endif
 
     // ---- O = O * alpha + P V (fresh fp32 accumulator per tile) ----
     float pv[SJ_O_REGS];
@@ -300,8 +381,13 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
       if (8 * j >= p.head_dim) break;  // columns past the call's head dim are padding
       const int d = 8 * j + 2 * t;
       const float2 sv = *(const float2*)(v_scale + d);
+#if SJ_KEY_MASK
+      out[d] = sj_to_dtype(sj_masked_output(o[4 * j + 2 * h], row_l, sv.x), SJ_DTYPE);  // 16-bit stores: any stride
+      out[d + 1] = sj_to_dtype(sj_masked_output(o[4 * j + 2 * h + 1], row_l, sv.y), SJ_DTYPE);
+#else
       out[d] = sj_to_dtype(sj_output(o[4 * j + 2 * h], row_l, sv.x), SJ_DTYPE);  // 16-bit stores: any stride
       out[d + 1] = sj_to_dtype(sj_output(o[4 * j + 2 * h + 1], row_l, sv.y), SJ_DTYPE);
+#endif
     }
 #if SJ_WRITE_LSE
     if (t == 0) {

@@ -15,7 +15,10 @@
 //
 // Compile-time defines: SJ_HEAD_DIM (64|128), SJ_DTYPE (0 bf16, 1 fp16), SJ_PV_FP16 (0|1),
 // SJ_PREPARE_THREADS (128|256), SJ_V_PERMUTE (0 natural key order, 1 the sm80 fp8 order of
-// arch/mma_sm80.h).
+// arch/mma_sm80.h), SJ_KEY_MASK (optional, 1: a key mask, docs/NUMERICS.md "Key masks": a masked key
+// is left out like a key past Nk everywhere: the K mean (over the valid keys, counted per chunk),
+// the K block scales, the V channel scales, and its K and V rows are stored as 0; the quantize
+// kernel's K blocks of KV head 0 also write the log2-domain bias of their 32 keys to key_bias).
 //
 // Padded head dims: SJ_HEAD_DIM is the kernel head dim; a call of p.head_dim < SJ_HEAD_DIM channels
 // (a multiple of 8) is read only in its own channels, and every workspace channel past it is written
@@ -24,6 +27,18 @@
 #include "common/constants.h"
 #include "common/prelude.h"
 #include "common/quant.h"
+#ifndef SJ_KEY_MASK
+#define SJ_KEY_MASK 0
+#endif
+#if SJ_KEY_MASK
+#include "common/key_mask.h"
+// The key mask arrives as each entry's second argument (kernel_src/common/params.h SjKeyMask).
+#define SJ_KEY_MASK_ARGUMENT , SjKeyMask km
+#define SJ_KEY_MASK_PASS , km
+#else
+#define SJ_KEY_MASK_ARGUMENT
+#define SJ_KEY_MASK_PASS
+#endif
 #if SJ_V_PERMUTE == 1
 #include "arch/mma_sm80.h"
 #endif
@@ -52,12 +67,34 @@ SJ_DEVICE int sj_v_key_of_slot(int slot) {
 #endif
 }
 
-SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p) {
+#if SJ_KEY_MASK
+// Whether key n of batch item b takes part (its bias is not -inf).
+SJ_DEVICE bool sj_key_valid(const SjKeyMask& km, int b, int n) {
+  return sj_key_bias_valid(sj_key_bias(km.mask, km.kind, (sj_i64)b * km.stride_b + (sj_i64)n * km.stride_n));
+}
+#endif
+
+SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p SJ_KEY_MASK_ARGUMENT) {
   const int chunk = (int)sj_block_x(), hk = (int)sj_block_y(), b = (int)sj_block_z();
   const int chunks = sj_k_mean_chunks(p.seq_kv);
   const int first = chunk * SJ_K_MEAN_CHUNK;
   const int last = first + SJ_K_MEAN_CHUNK < p.seq_kv ? first + SJ_K_MEAN_CHUNK : p.seq_kv;
   const sj_i64 partial = (((sj_i64)b * p.heads_kv + hk) * chunks + chunk) * SJ_D;
+#if SJ_KEY_MASK
+  // The chunk's valid keys, once per block; KV head 0's block also counts them for the K mean.
+  SJ_SHARED unsigned char valid[SJ_K_MEAN_CHUNK];
+  for (int n = (int)sj_thread_x(); n < SJ_K_MEAN_CHUNK; n += SJ_THREADS)
+    valid[n] = first + n < last && sj_key_valid(km, b, first + n) ? 1 : 0;
+  sj_barrier();
+  if (sj_thread_x() == 0 && hk == 0 && p.smooth_k) {
+    int valid_count = 0;
+    for (int n = 0; n < SJ_K_MEAN_CHUNK; ++n) valid_count += valid[n];
+    km.valid_keys_partial[(sj_i64)b * chunks + chunk] = valid_count;
+  }
+#define SJ_STATS_KEY_VALID(n) (valid[(n) - first] != 0)
+#else
+#define SJ_STATS_KEY_VALID(n) true
+#endif
   // Work items 0..D-1: the K sum of one channel; D..2D-1: max|V| of one channel. Each is a sequential
   // loop over the chunk's tokens in order, which fixes the fp64 summation order of the contract.
   for (int item = (int)sj_thread_x(); item < 2 * SJ_D; item += SJ_THREADS) {
@@ -67,20 +104,22 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p) {
       if (!p.smooth_k) continue;
       const sj_i64 base = b * p.k_stride_b + hk * p.k_stride_h + d;
       double sum = 0.0;
-      for (int n = first; n < end; ++n) sum = sj_add_rn_f64(sum, (double)sj_load_input(p.k, base + n * p.k_stride_n));
+      for (int n = first; n < end; ++n)
+        if (SJ_STATS_KEY_VALID(n)) sum = sj_add_rn_f64(sum, (double)sj_load_input(p.k, base + n * p.k_stride_n));
       p.k_mean_partial[partial + d] = sum;
     } else {
 #if !SJ_PV_FP16
       const sj_i64 base = b * p.v_stride_b + hk * p.v_stride_h + d;
       float amax = 0.0f;
-      for (int n = first; n < end; ++n) amax = sj_amax_update(amax, sj_load_input(p.v, base + n * p.v_stride_n));
+      for (int n = first; n < end; ++n)
+        if (SJ_STATS_KEY_VALID(n)) amax = sj_amax_update(amax, sj_load_input(p.v, base + n * p.v_stride_n));
       p.v_amax_partial[partial + d] = amax;
 #endif
     }
   }
 }
 
-SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p) {
+SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p SJ_KEY_MASK_ARGUMENT) {
   const int hk = (int)sj_block_x(), b = (int)sj_block_y();
   const int chunks = sj_k_mean_chunks(p.seq_kv);
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
@@ -95,7 +134,13 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p) {
         double sum = 0.0;
 #pragma unroll 16
         for (int c = 0; c < chunks; ++c) sum = sj_add_rn_f64(sum, p.k_mean_partial[(head * chunks + c) * SJ_D + d]);
+#if SJ_KEY_MASK
+        int valid_keys = 0;  // integers: any order
+        for (int c = 0; c < chunks; ++c) valid_keys += km.valid_keys_partial[(sj_i64)b * chunks + c];
+        mean = sj_masked_k_mean(sum, valid_keys);
+#else
         mean = sj_k_mean(sum, p.seq_kv);
+#endif
       }
       p.k_mean[head * SJ_D + d] = mean;
     } else {
@@ -215,9 +260,10 @@ SJ_DEVICE void sj_store_int8_rows(const float (&x)[SJ_ROW_PER_THREAD][8], const 
 
 // One tile (SJ_TILE_BLOCKS blocks of 32 rows) of Q (is_q) or K: per block x per element, block amax,
 // int8 with the block scale. Each thread keeps its 8-channel chunks in registers and loads the next
-// block's while it quantizes this one; rows past the sequence and channels past p.head_dim are x = 0
-// (outside the amax) and written as 0.
-SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int head, int tile, float* scratch) {
+// block's while it quantizes this one; rows past the sequence (and masked keys) and channels past
+// p.head_dim are x = 0 (outside the amax) and written as 0 (code 0 of x = 0).
+SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int head, int tile,
+                                float* scratch SJ_KEY_MASK_ARGUMENT) {
   const int tid = (int)sj_thread_x();
   const int heads = is_q ? p.heads_q : p.heads_kv;
   const int seq = is_q ? p.seq_q : p.seq_kv;
@@ -271,7 +317,12 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
     sj_u32 amax_bits = 0u;
 #pragma unroll
     for (int k = 0; k < SJ_ROW_PER_THREAD; ++k) {
-      const bool valid = item_row[k] < SJ_QUANT_TILE && first_row + item_row[k] < seq;
+      const int n = first_row + item_row[k];
+#if SJ_KEY_MASK
+      const bool valid = item_row[k] < SJ_QUANT_TILE && n < seq && (is_q || sj_key_valid(km, b, n));
+#else
+      const bool valid = item_row[k] < SJ_QUANT_TILE && n < seq;
+#endif
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
         const float value = sj_chunk_value(next[k], i);
@@ -291,6 +342,14 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
       sj_store_int8_rows<true>(x, sj_divisor(scale), first_row, seq, out);
     else
       sj_store_int8_rows<false>(x, SjDivisor{scale, 0.0f}, first_row, seq, out);
+#if SJ_KEY_MASK
+    // KV head 0's K blocks write the log2-domain bias of their 32 keys (-inf past Nk) for the attention kernel.
+    if (!is_q && head == 0 && tid < SJ_QUANT_BLOCK) {
+      const int n = first_row + tid;
+      km.key_bias[(sj_i64)b * p.seq_kv_pad + n] =
+          n < seq ? sj_key_bias(km.mask, km.kind, (sj_i64)b * km.stride_b + (sj_i64)n * km.stride_n) : sj_neg_inf();
+    }
+#endif
     if (tid == 0) (is_q ? p.q_scale : p.k_scale)[(head_row0 + first_row) / SJ_QUANT_BLOCK] = scale;
 
     // LSE correction: delta = x . mean_k of the query head's KV head (fp32, any order per the contract).
@@ -424,7 +483,7 @@ SJ_DEVICE void sj_store_v_item(const SjPrepareParams& p, const sj_u32* tile, sj_
 // order. The tile's 16-bit inputs are staged in shared memory (8-channel chunks, 16 bytes each, all
 // of a thread's loads in flight together); then each thread writes one item.
 #define SJ_V_STAGE_PER_THREAD (SJ_QUANT_TILE * SJ_CHUNKS / SJ_THREADS)
-SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int tile_index, SjVec16* tile) {
+SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int tile_index, SjVec16* tile SJ_KEY_MASK_ARGUMENT) {
   const int tid = (int)sj_thread_x();
   const int first_key = tile_index * SJ_QUANT_TILE;
   const sj_i64 base = b * p.v_stride_b + hk * p.v_stride_h;
@@ -437,7 +496,12 @@ SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int tile_i
     const int key = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
     const int n = first_key + key;
     raw[k] = SjVec16{{0u, 0u, 0u, 0u}};  // the bits of +0
-    if (n < p.seq_kv && d0 < p.head_dim) raw[k] = sj_load_raw_chunk(p.v, base + n * p.v_stride_n + d0, vector);
+#if SJ_KEY_MASK
+    const bool kept = n < p.seq_kv && sj_key_valid(km, b, n);  // a masked key is staged as +0: code 0
+#else
+    const bool kept = n < p.seq_kv;
+#endif
+    if (kept && d0 < p.head_dim) raw[k] = sj_load_raw_chunk(p.v, base + n * p.v_stride_n + d0, vector);
   }
 #pragma unroll
   // item tid + k * SJ_THREADS == key * SJ_CHUNKS + d0 / 8: the tile is [key][channel]
@@ -449,21 +513,21 @@ SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int tile_i
   sj_store_v_item(p, (const sj_u32*)tile, head, tid % SJ_V_PAIRS, tid / SJ_V_PAIRS, first_key);
 }
 
-SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_quantize(SjPrepareParams p) {
+SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_quantize(SjPrepareParams p SJ_KEY_MASK_ARGUMENT) {
   SJ_SHARED SjVec16 tile[SJ_QUANT_TILE * SJ_CHUNKS];  // one V tile's 16-bit inputs
   SJ_SHARED float scratch[SJ_SCRATCH_FLOATS];
   const int b = (int)sj_block_y();
   int index = (int)sj_block_x();
   const int q_tiles = p.seq_q_pad / SJ_QUANT_TILE, k_tiles = p.seq_kv_pad / SJ_QUANT_TILE;
   if (index < p.heads_q * q_tiles) {
-    sj_quantize_rows(p, true, b, index / q_tiles, index % q_tiles, scratch);
+    sj_quantize_rows(p, true, b, index / q_tiles, index % q_tiles, scratch SJ_KEY_MASK_PASS);
     return;
   }
   index -= p.heads_q * q_tiles;
   if (index < p.heads_kv * k_tiles) {
-    sj_quantize_rows(p, false, b, index / k_tiles, index % k_tiles, scratch);
+    sj_quantize_rows(p, false, b, index / k_tiles, index % k_tiles, scratch SJ_KEY_MASK_PASS);
     return;
   }
   index -= p.heads_kv * k_tiles;
-  sj_quantize_v(p, b, index / k_tiles, index % k_tiles, tile);
+  sj_quantize_v(p, b, index / k_tiles, index % k_tiles, tile SJ_KEY_MASK_PASS);
 }

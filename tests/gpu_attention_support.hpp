@@ -23,6 +23,7 @@
 #include "dev/attention_harness.hpp"
 #include "numerics/emulator.hpp"
 #include "numerics/host_tensor.hpp"
+#include "dev/numerics/key_mask_fill.hpp"
 #include "dev/numerics/random_fill.hpp"
 #include "random_support.hpp"
 
@@ -72,6 +73,12 @@ struct Case {
   TileConfig attention{{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 64}, {"stages", 2}, {"pv_fp16", 0}};
   TileConfig prepare{{"threads", 256}};
   std::uint64_t seed = 1;
+  // A key mask (docs/NUMERICS.md "Key masks"): kind 0 none, else SJ_KEY_MASK_* with the pattern and
+  // strides below (drawn from the case's seed after the inputs), uploaded next to the inputs.
+  int mask_kind = 0;
+  numerics::MaskPattern mask_pattern = numerics::MaskPattern::random;
+  bool mask_ltx_style = false;
+  std::int64_t mask_stride_batch = -1, mask_stride_key = 1;  // -1: dense [B, Nk]
   // Applied to the inputs after they are filled, before upload (e.g. a NaN placed on purpose).
   std::function<void(numerics::HostTensor& q, numerics::HostTensor& k, numerics::HostTensor& v)> edit_inputs;
 
@@ -118,6 +125,7 @@ struct CaseResult {
   numerics::HostTensor q, k, v, out;
   std::vector<float> lse;              // [B, Hq, Nq] when requested
   std::vector<std::uint8_t> workspace;  // the whole workspace after the call
+  numerics::KeyMaskBuffer mask;         // the host copy of the key mask (view.kind 0: none)
   WorkspaceLayout layout;
   AttentionPlan plan;                   // what ran
   AttentionCall call;                   // with which sizes, strides and scale
@@ -140,7 +148,7 @@ inline CaseResult run_case(const Gpu& gpu, const Case& c) {
   CaseResult r{numerics::HostTensor(q_dims, c.dtype, c.layout, c.padding),
                numerics::HostTensor(kv_dims, c.dtype, c.layout, c.padding),
                numerics::HostTensor(kv_dims, c.dtype, c.layout, c.padding),
-               numerics::HostTensor(q_dims, c.dtype, c.layout, c.padding), {}, {}, {}, {}, {}};
+               numerics::HostTensor(q_dims, c.dtype, c.layout, c.padding), {}, {}, {}, {}, {}, {}};
   fill(r.q, Fill::normal, rng);
   fill(r.k, c.fill, rng);
   fill(r.v, Fill::normal, rng);
@@ -169,6 +177,16 @@ inline CaseResult run_case(const Gpu& gpu, const Case& c) {
                                           c.causal, c.smooth_k);
   call.attention_config = c.attention;
   call.prepare_config = c.prepare;
+  std::optional<DeviceBuffer> mask;
+  if (c.mask_kind != 0) {
+    const std::int64_t stride_batch = c.mask_stride_batch < 0 ? c.seq_kv * c.mask_stride_key : c.mask_stride_batch;
+    r.mask = numerics::make_key_mask(c.mask_kind, c.mask_pattern, c.batch, c.seq_kv, stride_batch, c.mask_stride_key,
+                                     c.mask_ltx_style, rng);
+    mask.emplace(device_buffer(gpu, r.mask.bytes.size()));
+    mask->upload(r.mask.bytes.data(), r.mask.bytes.size());
+    call.key_mask = r.mask.view;
+    call.key_mask.data = mask->get();
+  }
 
   const AttentionPlan plan = plan_attention(call, device_target(*gpu.device, gpu.ordinal));
   r.layout = plan.workspace;

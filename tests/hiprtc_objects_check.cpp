@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -53,6 +54,7 @@ TEST_CASE("emitted gfx12 code objects pass the ISA checks (WMMA minimum, no scra
   const std::string expected_compiler = env_or_empty("SAGEJIT_EXPECT_COMPILER");
 
   std::map<std::string, int> per_target;
+  std::set<std::string> files;  // one object per file: two jobs under one name would check one object twice
   std::string table = "target | kernel | config | specialization | compiler | VGPRs (estimate) | scratch B | LDS B | ms\n";
   for (const nlohmann::json& entry : objects) {
     const std::string file = entry.at("file").get<std::string>();
@@ -62,6 +64,7 @@ TEST_CASE("emitted gfx12 code objects pass the ISA checks (WMMA minimum, no scra
     const TileConfig config = entry.at("config").get<TileConfig>();
     const nlohmann::json& spec = entry.at("spec");
     INFO(file, " (", compiler, ")");
+    CHECK_MESSAGE(files.insert(file).second, "two objects of the index share the file name ", file);
     if (!expected_compiler.empty()) CHECK(compiler.rfind(expected_compiler, 0) == 0);
     const fs::path object = fs::path(dir) / file;
     REQUIRE(fs::is_regular_file(object));
@@ -78,9 +81,10 @@ TEST_CASE("emitted gfx12 code objects pass the ISA checks (WMMA minimum, no scra
       check_no_scratch(got);
     }
     ++per_target[target];
-    table += fmt::format("{} | {} | {} | {} d{}{}{} | {} | {} ({}) | {} | {} | {:.0f}\n", target, kernel, config_id(config),
+    table += fmt::format("{} | {} | {} | {} d{}{}{}{} | {} | {} ({}) | {} | {} | {:.0f}\n", target, kernel, config_id(config),
                          spec.at("dtype").get<int>() == 1 ? "fp16" : "bf16", spec.at("head_dim").get<int>(),
                          spec.at("causal").get<bool>() ? " causal" : "", spec.at("write_lse").get<bool>() ? " lse" : "",
+                         spec.value("key_mask", false) ? " mask" : "",
                          compiler, got.vgprs, estimate, got.private_bytes, got.lds_bytes, entry.at("ms").get<double>());
   }
   for (const std::string& arch : words(env_or_empty("SAGEJIT_EXPECT_ARCHS"))) {

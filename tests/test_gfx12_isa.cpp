@@ -121,7 +121,10 @@ TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the
   // bf16 D=128 plain; fp16 D=64 causal with LSE; and fp16 D=128 causal with LSE, the variant with the
   // most VGPRs (the mask and LSE paths add a few), built only for the configs within a few VGPRs of
   // the limit (32 rows per wave) to keep the test short.
-  std::vector<Specimen> specimens(3);
+  // With a key mask (docs/NUMERICS.md "Key masks"): bf16 D=128 and the heaviest variant (fp16 D=128
+  // causal LSE), at 16 rows per wave, the only rows per wave the resource check accepts for it
+  // (gfx12_key_mask_rows_per_wave: a table's 32-row config runs masked calls at 16).
+  std::vector<Specimen> specimens(5);
   specimens[0].label = "bf16 D=128";
   specimens[0].spec.dtype = 0;
   specimens[0].spec.head_dim = 128;
@@ -136,6 +139,15 @@ TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the
   specimens[2].spec.causal = true;
   specimens[2].spec.write_lse = true;
   specimens[2].only_rows_per_wave = 32;
+  specimens[3].label = "bf16 D=128 key mask";
+  specimens[3].spec.dtype = 0;
+  specimens[3].spec.head_dim = 128;
+  specimens[3].spec.key_mask = true;
+  specimens[3].only_rows_per_wave = 16;
+  specimens[4].label = "fp16 D=128 causal lse key mask";
+  specimens[4].spec = specimens[2].spec;
+  specimens[4].spec.key_mask = true;
+  specimens[4].only_rows_per_wave = 16;
 
   struct Job {
     const Specimen* specimen;
@@ -158,11 +170,14 @@ TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the
     const std::string note = "rejected by check_kernel_config (not built):\n" + rejected;
     MESSAGE(note);
   }
-  // The table's default must be one of the accepted configs for every specimen.
+  // The table's default, as the plan runs it for each specimen (kernel_table_config), must be accepted.
   const TileConfig default_config = kernel_config_of(attention_gfx12_kernel, attention.at("default").get<TileConfig>());
-  for (const Specimen& specimen : specimens)
-    CHECK_MESSAGE(check_kernel_config(attention_gfx12_kernel, default_config, specimen.spec, kTarget).empty(),
-                  "default config ", config_id(default_config), " rejected for ", specimen.label);
+  for (const Specimen& specimen : specimens) {
+    const TileConfig fitted = kernel_table_config(attention_gfx12_kernel, default_config, specimen.spec);
+    CHECK_MESSAGE(check_kernel_config(attention_gfx12_kernel, fitted, specimen.spec, kTarget).empty(),
+                  "default config ", config_id(fitted), " rejected for ", specimen.label);
+    if (specimen.spec.key_mask) CHECK(fitted.at("rows_per_wave") == gfx12_key_mask_rows_per_wave);
+  }
   REQUIRE(!jobs.empty());
 
   const fs::path directory = fs::temp_directory_path() / fmt::format("sagejit-gfx12-isa-{}", ::getpid());

@@ -229,39 +229,46 @@ std::vector<float> flow_through_fragments(const WmmaLayout& layout, const FlowPr
           }
         acc[kb] = wmma_iu8(layout, a, b, acc[kb]);
       }
-    // scores, mask, row max (lane-local, then across half-waves), p, l, P operand
-    std::array<std::array<float, 8>, kLanes> s[4];
+    // As the kernel (fused form): float(dot) masked to -inf, the lane's shifted maximum per 32-key
+    // group, rounded up, the max across half-waves; p = exp2(fma) masked again; l sums the e4m3 p.
+    std::array<std::array<float, 8>, kLanes> dot[4];
     std::array<float, kLanes> lane_max, alpha;
     for (int lane = 0; lane < kLanes; ++lane) {
-      lane_max[lane] = sj_neg_inf();
       const int query = pr.first_query + sj_g12_s_query(lane);
-      for (int kb = 0; kb < k_blocks; ++kb)
-        for (int vgpr = 0; vgpr < 8; ++vgpr) {
-          const int key = tile_start + sj_g12_s_key(kb, lane, vgpr);
-          float score = sj_score(acc[kb][lane][vgpr], pr.q_scale, pr.k_scale[key / 32]);
-          if (!sj_key_visible(query, key, pr.seq_kv, pr.causal)) score = sj_neg_inf();
-          s[kb][lane][vgpr] = score;
-          lane_max[lane] = std::fmax(lane_max[lane], score);
-        }
+      for (int g = 0; g < k_blocks / 2; ++g) {
+        float dot_max = sj_neg_inf();
+        for (int kb = 2 * g; kb < 2 * g + 2; ++kb)
+          for (int vgpr = 0; vgpr < 8; ++vgpr) {
+            const int key = tile_start + sj_g12_s_key(kb, lane, vgpr);
+            dot[kb][lane][vgpr] = sj_key_visible(query, key, pr.seq_kv, pr.causal) ? float(acc[kb][lane][vgpr]) : sj_neg_inf();
+            dot_max = std::fmax(dot_max, dot[kb][lane][vgpr]);
+          }
+        const float group_max = sj_shifted_group_max(dot_max, pr.q_scale, pr.k_scale[(tile_start + 32 * g) / 32]);
+        lane_max[lane] = g == 0 ? group_max : std::fmax(lane_max[lane], group_max);
+      }
+      lane_max[lane] = sj_shifted_round_up(lane_max[lane]);
     }
     std::vector<Bytes> p_operand(k_blocks, Bytes{});
     for (int lane = 0; lane < kLanes; ++lane) {
-      const float tile_max = std::fmax(lane_max[lane], lane_max[lane ^ 16]);  // v_permlanex16
-      const float m_new = std::fmax(m[lane], tile_max);
+      const int query = pr.first_query + sj_g12_s_query(lane);
+      const float m_new = std::fmax(m[lane], std::fmax(lane_max[lane], lane_max[lane ^ 16]));  // v_permlanex16
       alpha[lane] = sj_rescale(m[lane], m_new);
       m[lane] = m_new;
-      float tile_sum = 0;
+      l[lane] *= alpha[lane];
       for (int kb = 0; kb < k_blocks; ++kb) {
         float prob[8];
         for (int vgpr = 0; vgpr < 8; ++vgpr) {
-          prob[vgpr] = sj_prob(s[kb][lane][vgpr], m_new);
-          tile_sum += prob[vgpr];
+          const int key = tile_start + sj_g12_s_key(kb, lane, vgpr);
+          const float arg = sj_fused_arg(dot[kb][lane][vgpr], pr.q_scale, pr.k_scale[key / 32], m_new);
+          prob[vgpr] = sj_exp2(sj_key_visible(query, key, pr.seq_kv, pr.causal) ? arg : sj_neg_inf());
         }
         sj_u32 words[2];
         sj_g12_pack_p_host(prob, words);
-        for (int byte = 0; byte < 8; ++byte) p_operand[kb][lane][byte] = static_cast<std::uint8_t>(words[byte / 4] >> (8 * (byte % 4)));
+        for (int byte = 0; byte < 8; ++byte) {
+          p_operand[kb][lane][byte] = static_cast<std::uint8_t>(words[byte / 4] >> (8 * (byte % 4)));
+          l[lane] += sj_e4m3_decode(p_operand[kb][lane][byte]);  // v_dot4_f32_fp8_fp8 with 1.0
+        }
       }
-      l[lane] = l[lane] * alpha[lane] + tile_sum;
     }
     // O^T = O^T * alpha + V^T * P^T (fresh accumulator per tile)
     for (int cb = 0; cb < d_steps; ++cb) {
@@ -290,7 +297,8 @@ std::vector<float> flow_through_fragments(const WmmaLayout& layout, const FlowPr
   return out;
 }
 
-// The same algorithm (docs/NUMERICS.md steps 1-8) as plain per-row loops over whole matrices.
+// The same algorithm (docs/NUMERICS.md steps 1-8, the fused form with the row sum of the quantized
+// p, as the gfx12 descriptor sets) as plain per-row loops over whole matrices.
 std::vector<float> flow_direct(const FlowProblem& pr) {
   const int keys = pr.tiles * pr.block_n;
   std::vector<float> out(16 * pr.head_dim);
@@ -299,24 +307,28 @@ std::vector<float> flow_direct(const FlowProblem& pr) {
     float m = sj_neg_inf(), l = 0;
     std::vector<double> o(pr.head_dim, 0.0);
     for (int t = 0; t < pr.tiles; ++t) {
-      std::vector<float> s(pr.block_n);
-      float m_new = m;
+      std::vector<float> dot(pr.block_n);
+      std::vector<bool> visible(pr.block_n);
+      float tile_max = sj_neg_inf();
       for (int j = 0; j < pr.block_n; ++j) {
         const int key = t * pr.block_n + j;
-        int dot = 0;
-        for (int d = 0; d < pr.head_dim; ++d) dot += pr.q8[row * pr.head_dim + d] * pr.k8[key * pr.head_dim + d];
-        s[j] = sj_key_visible(query, key, pr.seq_kv, pr.causal) ? sj_score(dot, pr.q_scale, pr.k_scale[key / 32]) : sj_neg_inf();
-        m_new = std::fmax(m_new, s[j]);
+        int sum = 0;
+        for (int d = 0; d < pr.head_dim; ++d) sum += pr.q8[row * pr.head_dim + d] * pr.k8[key * pr.head_dim + d];
+        dot[j] = float(sum);
+        visible[j] = sj_key_visible(query, key, pr.seq_kv, pr.causal);
+        if (visible[j]) tile_max = std::fmax(tile_max, sj_shifted_group_max(dot[j], pr.q_scale, pr.k_scale[key / 32]));
       }
+      const float m_new = std::fmax(m, sj_shifted_round_up(tile_max));
       const float alpha = sj_rescale(m, m_new);
       m = m_new;
       float sum = 0;
       std::vector<double> tile_o(pr.head_dim, 0.0);
       for (int j = 0; j < pr.block_n; ++j) {
-        const float p = sj_prob(s[j], m_new);
-        sum += p;
+        const int key = t * pr.block_n + j;
+        const float p = visible[j] ? sj_exp2(sj_fused_arg(dot[j], pr.q_scale, pr.k_scale[key / 32], m_new)) : 0.0f;
         const double pq = sj_e4m3_decode(sj_e4m3_encode(p));
-        for (int d = 0; d < pr.head_dim; ++d) tile_o[d] += pq * sj_e4m3_decode(pr.v8[d * keys + t * pr.block_n + j]);
+        sum += float(pq);
+        for (int d = 0; d < pr.head_dim; ++d) tile_o[d] += pq * sj_e4m3_decode(pr.v8[d * keys + key]);
       }
       l = l * alpha + sum;
       for (int d = 0; d < pr.head_dim; ++d) o[d] = o[d] * alpha + tile_o[d];
@@ -427,13 +439,33 @@ TEST_CASE("gfx12 P packing: the host twin of v_cvt_pk_fp8_f32 keeps a NaN p NaN,
     REQUIRE(p < 464.0f);
     REQUIRE(sj_g12_cvt_fp8_host(p) == sj_e4m3_encode(p > 448.0f ? 448.0f : p));
   }
-  // s - m <= 0 in fp32 whatever the magnitudes, so the exponent never exceeds P_OFFSET.
-  std::uniform_real_distribution<float> score(-1e4f, 1e4f);
-  for (int i = 0; i < 100000; ++i) {
-    const float s = score(rng), other = score(rng);
-    const float m = std::fmax(s, other);
-    REQUIRE(s - m + SJ_P_OFFSET <= SJ_P_OFFSET);
+  // The fused form (docs/NUMERICS.md "Fused scores"): with the shifted maximum rounded up, every
+  // fma argument is <= P_OFFSET exactly, whatever the magnitudes of the scores; without the
+  // rounding up, large scores exceed it by up to half an ulp of the maximum (p >= 464 from ulp 0.1).
+  std::uniform_int_distribution<int> dot_value(-127 * 127 * 128, 127 * 127 * 128);
+  std::uniform_real_distribution<float> log_scale(-40.0f, 8.0f);
+  int exceeded_without_rounding_up = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const float q_scale = std::exp2(log_scale(rng)), k_scale[2] = {std::exp2(log_scale(rng)), std::exp2(log_scale(rng))};
+    float dots[64], group_max[2] = {sj_neg_inf(), sj_neg_inf()};
+    for (int j = 0; j < 64; ++j) {
+      dots[j] = float(dot_value(rng));
+      group_max[j / 32] = std::fmax(group_max[j / 32], dots[j]);
+    }
+    const float shifted = std::fmax(sj_shifted_group_max(group_max[0], q_scale, k_scale[0]),
+                                    sj_shifted_group_max(group_max[1], q_scale, k_scale[1]));
+    const float m = sj_shifted_round_up(shifted);
+    bool exceeded = false;
+    for (int j = 0; j < 64; ++j) {
+      REQUIRE(sj_fused_arg(dots[j], q_scale, k_scale[j / 32], m) <= SJ_P_OFFSET);
+      exceeded = exceeded || sj_fused_arg(dots[j], q_scale, k_scale[j / 32], shifted) > SJ_P_OFFSET;
+    }
+    exceeded_without_rounding_up += exceeded;
   }
+  CHECK(exceeded_without_rounding_up > 0);  // the rounding up is needed (the sweep reaches it)
+  // -inf (a group with no visible key) rounds to NaN, which the max ignores.
+  CHECK(std::isnan(sj_shifted_round_up(sj_neg_inf())));
+  CHECK(std::fmax(1.0f, sj_shifted_round_up(sj_neg_inf())) == 1.0f);
 
   // Packed: a NaN p becomes the NaN code in its byte; its neighbours are untouched.
   const float p[8] = {1.0f, nan, 448.0f, 0.0f, 2.0f, 3.0f, nan, 0.5f};

@@ -2,7 +2,8 @@
 // for one NaN / +-inf element in q, k or v, every output that the SDPA-like fp64 reference makes
 // non-finite must be non-finite in the emulator too, and the emulator's other non-finite outputs
 // may lie only inside the poisoned input's quantization block (nonfinite_support.hpp). Both PV
-// families and the gfx12 one-level PV accumulation; causal or not; with and without K smoothing.
+// families and gfx12's numerics (one-level PV accumulation, fused scores, row sum of the quantized
+// p); causal or not; with and without K smoothing.
 #include <doctest/doctest.h>
 
 #include <limits>
@@ -48,7 +49,9 @@ TEST_CASE("emulator: a NaN or inf input gives non-finite outputs wherever SDPA's
             options.smooth_k = smooth_k;
             options.block_n = 32;
             options.pv_fp16 = family == 1;
-            options.pv_into_output = family == 2;
+            options.pv_into_output = family == 2;  // family 2: gfx12's descriptor flags
+            options.fused_scores = family == 2;
+            options.sum_quantized_p = family == 2;
             const EmulatorResult emulated = emulate(q.view(), k.view(), v.view(), Layout::HND, options);
             const ReferenceResult reference = reference_attention(q.view(), k.view(), v.view(), Layout::HND, causal);
             const NonFiniteCount count = count_non_finite(input, emulated.out.host_view(), reference, 1);

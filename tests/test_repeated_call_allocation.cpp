@@ -22,6 +22,7 @@
 #include "common/params.h"
 #include "core/error.hpp"
 #include "jit/jit.hpp"
+#include "kernels/registry.hpp"
 #include "plan/attention_runner.hpp"
 #include "plan/plan_cache.hpp"
 
@@ -128,6 +129,25 @@ TEST_CASE("a repeated call allocates nothing on the host and launches with its o
       CHECK(device.seen[0].first_input == again.q.data);
       CHECK(device.seen[launches - 1].first_input != nullptr);
     }
+  }
+}
+
+TEST_CASE("a repeated kernel lookup tells every specialization field apart, the key mask too") {
+  test::TempDir root;
+  CodeCache cache(test::settings_for(root / "cache"));
+  const FakeCompiler compiler;
+  static FakeDevice device(Vendor::nvidia, "sm_90");
+  const KernelDesc& prepare = kernel_by_name("prepare");
+  const TileConfig config{{"threads", 256}};
+  Specialization plain;
+  Specialization masked = plain;
+  masked.key_mask = true;
+  const LoadedKernel* first_plain = &load_kernel(device, 0, prepare, config, plain, compiler, cache);
+  const LoadedKernel* first_masked = &load_kernel(device, 0, prepare, config, masked, compiler, cache);
+  CHECK(first_plain != first_masked);  // two code objects (SJ_KEY_MASK 1 renders another source)
+  for (int repeat = 0; repeat < 3; ++repeat) {  // the remembered (fast) lookups keep them apart
+    CHECK(&load_kernel(device, 0, prepare, config, masked, compiler, cache) == first_masked);
+    CHECK(&load_kernel(device, 0, prepare, config, plain, compiler, cache) == first_plain);
   }
 }
 

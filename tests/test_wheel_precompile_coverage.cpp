@@ -4,7 +4,7 @@
 // without LSE, any sequence lengths, GQA), the attention config the plan picks is one precompile
 // builds for that call's problem — the table's default or an entry of the call's dtype, kernel head
 // dim and causal flag (tools/sagejit-precompile.cpp, family_configs) — and the specialization is
-// one of the dtype x kernel head dim x causal x LSE it enumerates. A plan that reached past that set
+// one of the dtype x kernel head dim x causal x LSE x key mask it enumerates. A plan that reached past that set
 // (a nearest-entry fallback into another problem's config) would compile on a default user's first call.
 #include <doctest/doctest.h>
 
@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tile_config.hpp"
+#include "jit/kernel_config.hpp"
 #include "jit/kernel_desc.hpp"
 #include "kernels/registry.hpp"
 #include "plan/attention_plan.hpp"
@@ -27,16 +28,21 @@ namespace {
 
 // The attention configs precompile builds for (dtype, kernel head dim, causal) from the shipped table,
 // as the kernel each selects reads them (without the switches of the family's other kernels, as the
-// plan's config is).
+// plan's config is) and as a specialization runs a table's config (kernel_table_config: gfx12's key
+// mask at 16 rows per wave; precompile passes its configs as the tables').
 std::vector<TileConfig> precompiled_configs(const nlohmann::json& attention, const std::string& arch,
-                                            const std::string& dtype, int head_dim, bool causal) {
+                                            const std::string& dtype, int head_dim, bool causal,
+                                            const Specialization& spec) {
   std::vector<TileConfig> configs{attention.at("default").get<TileConfig>()};
   for (const nlohmann::json& entry : attention.at("entries")) {
     const nlohmann::json& problem = entry.at("problem");
     if (problem.at("dtype") == dtype && problem.at("head_dim") == head_dim && problem.at("causal") == causal)
       configs.push_back(entry.at("config").get<TileConfig>());
   }
-  for (TileConfig& config : configs) config = kernel_config_of(find_kernel("attention", arch, config), config);
+  for (TileConfig& config : configs) {
+    const KernelDesc& kernel = find_kernel("attention", arch, config);
+    config = kernel_table_config(kernel, kernel_config_of(kernel, config), spec);
+  }
   return configs;
 }
 
@@ -53,6 +59,7 @@ TEST_CASE("every gfx12 call the shipped tables can plan is in the wheel's precom
       for (std::int64_t head_dim = 8; head_dim <= 128; head_dim += 8)
         for (const bool causal : {false, true})
           for (const bool lse : {false, true})
+           for (const bool masked : {false, true})
             for (const std::int64_t seq_q : lengths)
               for (const std::int64_t seq_kv : {seq_q, std::int64_t{77}, std::int64_t{4608}}) {
                 AttentionCall call;
@@ -66,6 +73,8 @@ TEST_CASE("every gfx12 call the shipped tables can plan is in the wheel's precom
                 call.causal = causal;
                 call.want_lse = lse;
                 call.sm_scale = 0.125f;
+                static const unsigned char mask_byte = 1;
+                if (masked) call.key_mask = {&mask_byte, 1, 0, 1};  // a key mask: only its presence plans
                 const AttentionPlan plan = plan_attention(call, arch);
                 const std::string dtype_name = dtype == DType::bf16 ? "bf16" : "fp16";
                 CAPTURE(arch);
@@ -77,8 +86,9 @@ TEST_CASE("every gfx12 call the shipped tables can plan is in the wheel's precom
                 CHECK(is_kernel_head_dim(plan.spec.head_dim));
                 CHECK(plan.spec.causal == causal);
                 CHECK(plan.spec.write_lse == lse);
+                CHECK(plan.spec.key_mask == masked);
                 CHECK(plan.spec.dtype == (dtype == DType::bf16 ? 0 : 1));
-                const std::vector<TileConfig> built = precompiled_configs(attention, arch, dtype_name, plan.spec.head_dim, causal);
+                const std::vector<TileConfig> built = precompiled_configs(attention, arch, dtype_name, plan.spec.head_dim, causal, plan.spec);
                 const bool covered = std::find(built.begin(), built.end(), plan.attention_config) != built.end();
                 CHECK_MESSAGE(covered, "planned config ", config_id(plan.attention_config), " is not precompiled");
                 ++calls;

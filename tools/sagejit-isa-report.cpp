@@ -50,6 +50,7 @@ struct Options {
   std::string listing_dir;  // when set: each config's disassembly is written there (new files only)
   std::string compiler = "clang";  // which compiler builds the objects (in this process)
   std::string objects_dir;  // when set: objects built elsewhere (sagejit-precompile --emit-dir), not compiled here
+  bool key_mask = false;    // price the key-mask variant of each config, as the plan runs it (kernel_table_config)
 };
 
 struct Row {
@@ -150,7 +151,8 @@ void take_emitted_objects(const std::string& directory, std::vector<Row>& rows) 
       const std::string target = entry.at("target").get<std::string>();
       if (entry.at("kernel") != attention_gfx12_kernel.name || target.substr(0, target.find(':')) != row.arch ||
           entry.at("config").get<TileConfig>() != row.config || spec.at("dtype") != row.spec.dtype ||
-          spec.at("head_dim") != row.spec.head_dim || spec.at("causal") != row.spec.causal || spec.at("write_lse") != false)
+          spec.at("head_dim") != row.spec.head_dim || spec.at("causal") != row.spec.causal || spec.at("write_lse") != false ||
+          spec.value("key_mask", false) != row.spec.key_mask)
         continue;
       row.object_file = directory + "/" + entry.at("file").get<std::string>();
       row.compiler = entry.at("compiler").get<std::string>();
@@ -256,6 +258,8 @@ int main(int argc, char** argv) {
   app.add_option("--objdump", options.objdump, "llvm-objdump to disassemble with (default: llvm-objdump-22 .. in PATH)");
   app.add_option("--listing-dir", options.listing_dir, "Write each config's disassembly into this directory");
   app.add_option("--json", options.json_path, "Also write the report as JSON to this file");
+  app.add_flag("--key-mask", options.key_mask,
+               "Price the key-mask variant (SJ_KEY_MASK) of each shipped config, as a masked call runs it");
   app.add_option("--compiler", options.compiler, "Compiler that builds the objects: clang (default) or hiprtc")
       ->check(CLI::IsMember({"clang", "hiprtc"}));
   app.add_option("--objects", options.objects_dir,
@@ -279,13 +283,19 @@ int main(int argc, char** argv) {
             for (const TileConfig& config : shipped_configs(files, arch, dtype, head_dim, causal != 0)) {
               Row row;
               row.arch = arch;
-              row.problem = fmt::format("{} D={}{}", dtype_name, head_dim, causal ? " causal" : "");
-              row.config = config;
+              row.problem = fmt::format("{} D={}{}{}", dtype_name, head_dim, causal ? " causal" : "",
+                                        options.key_mask ? " mask" : "");
               row.spec.dtype = static_cast<int>(dtype);
               row.spec.head_dim = head_dim;
               row.spec.causal = causal != 0;
-              row.spec.v = kernel_v_input(attention_gfx12_kernel, config);
-              rows.push_back(std::move(row));
+              row.spec.key_mask = options.key_mask;
+              row.config = kernel_table_config(attention_gfx12_kernel, config, row.spec);
+              row.spec.v = kernel_v_input(attention_gfx12_kernel, row.config);
+              // Two shipped configs may run as one masked config: price it once.
+              const bool seen = std::any_of(rows.begin(), rows.end(), [&](const Row& other) {
+                return other.arch == row.arch && other.problem == row.problem && other.config == row.config;
+              });
+              if (!seen) rows.push_back(std::move(row));
             }
           }
     if (!options.objects_dir.empty()) take_emitted_objects(options.objects_dir, rows);

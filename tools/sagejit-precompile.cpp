@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/code_cache.hpp"
+#include "common/key_mask.h"
 #include "support/cli.hpp"
 #include "support/code_object_stats.hpp"
 #include "support/compile_job.hpp"
@@ -79,14 +80,18 @@ bool kernel_selected(const KernelDesc& desc, const std::vector<std::string>& wan
 }
 
 // The attention problems a first call can ask for, narrowed by --dtype/--head-dim: dtype x head_dim x
-// causal, plus LSE output with --all-specializations. Sizes are nominal: the plan of a problem does
-// not depend on them once its configs are given.
+// causal, plus LSE output and a key mask with --all-specializations. Sizes are nominal: the plan of a
+// problem does not depend on them once its configs are given (nor on a mask's pointer, strides or
+// type: only on whether there is one).
 std::vector<AttentionCall> problems(const Options& options) {
+  static const unsigned char nominal_mask = 1;  // never read: planning takes only the mask's presence
   std::vector<AttentionCall> calls;
+  const std::vector<bool> variants = options.all_specializations ? std::vector<bool>{false, true} : std::vector<bool>{false};
   for (const std::string& dtype : options.dtypes)
     for (int head_dim : options.head_dims)
       for (bool causal : {false, true})
-        for (bool lse : options.all_specializations ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+        for (bool lse : variants)
+          for (bool masked : variants) {
           AttentionCall call;
           call.dtype = *kernel_dtype_named(dtype);  // --dtype accepts only kernel_dtype_names()
           call.head_dim = head_dim;
@@ -94,6 +99,7 @@ std::vector<AttentionCall> problems(const Options& options) {
           call.causal = causal;
           call.want_lse = lse;
           call.sm_scale = 1.0f;
+          if (masked) call.key_mask = {&nominal_mask, SJ_KEY_MASK_BOOL, 0, 1};
           calls.push_back(call);
         }
   return calls;
@@ -170,6 +176,7 @@ Plan make_plan(const Options& options, const std::optional<CompilerKind>& reques
           for (const TileConfig& prepare : family_configs(options, tables, files, "prepare", arch, problem)) {
             AttentionCall call = problem;
             call.attention_config = attention;
+            call.attention_config_from_table = !options.all_candidates;  // as the plan fits its own choice
             call.prepare_config = prepare;
             try {
               const AttentionPlan planned = plan_attention(call, target);
@@ -244,7 +251,7 @@ void write_emit_manifest(const fs::path& dir, const Plan& plan, const std::vecto
                        {"kernel", job.kernel->name},
                        {"config", job.config},
                        {"spec", {{"dtype", job.spec.dtype}, {"head_dim", job.spec.head_dim}, {"causal", job.spec.causal},
-                                 {"write_lse", job.spec.write_lse}}},
+                                 {"write_lse", job.spec.write_lse}, {"key_mask", job.spec.key_mask}}},
                        {"target", plan.jobs[i].keyed.rendered.target},
                        {"compiler", job.compiler->identity()},
                        {"status", outcomes[i].status},
@@ -526,7 +533,8 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::IsMember(std::vector<int>(std::begin(kernel_head_dims), std::end(kernel_head_dims))));
   app.add_flag("--all-candidates", options.all_candidates, "Build every config of the tuning space, not just table + default");
-  app.add_flag("--all-specializations", options.all_specializations, "Also build the LSE-output variants");
+  app.add_flag("--all-specializations", options.all_specializations,
+               "Also build the LSE-output and key-mask variants (and both together)");
   app.add_flag("--dry-run", options.dry_run, "List what would be built (and what is cached) without compiling");
   add_verbose_flag(app, "cache hits/misses");
   return run_tool(app, argc, argv, [&] { return run(options); });

@@ -116,6 +116,10 @@ typedef int sj_v8i __attribute__((ext_vector_type(8)));
 typedef float sj_v4f __attribute__((ext_vector_type(4)));
 typedef float sj_v8f __attribute__((ext_vector_type(8)));
 
+// The constant address space (4): loads through it may be scalar (s_load), for memory the kernel
+// never writes.
+#define SJ_G12_CONSTANT __attribute__((address_space(4)))
+
 // D = A*B + C, signed int8 x signed int8 -> int32 (16x16x16).
 SJ_DEVICE sj_v8i sj_g12_wmma_iu8(sj_v2i a, sj_v2i b, sj_v8i c) {
   return __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32_gfx12(true, a, true, b, c, false);
@@ -141,11 +145,21 @@ SJ_DEVICE float sj_g12_sum_halves(float x) { return x + sj_g12_other_half(x); }
 // Device twin of sj_g12_pack_p_host: v_cvt_pk_fp8_f32 (RNE), bytes in the same place; no clamp (see
 // the bound above sj_g12_med3_host).
 SJ_DEVICE sj_v2i sj_g12_pack_p(const float p[8]) {
+  // The first convert of each word keeps the old high half, which the second overwrites: any old
+  // value will do, and p[0] / p[4] (dead after it) saves a v_mov of zero.
   sj_v2i out;
-  int w0 = __builtin_amdgcn_cvt_pk_fp8_f32(p[0], p[1], 0, false);
+  int w0 = __builtin_amdgcn_cvt_pk_fp8_f32(p[0], p[1], sj_bit_cast<int>(p[0]), false);
   out.x = __builtin_amdgcn_cvt_pk_fp8_f32(p[2], p[3], w0, true);
-  int w1 = __builtin_amdgcn_cvt_pk_fp8_f32(p[4], p[5], 0, false);
+  int w1 = __builtin_amdgcn_cvt_pk_fp8_f32(p[4], p[5], sj_bit_cast<int>(p[4]), false);
   out.y = __builtin_amdgcn_cvt_pk_fp8_f32(p[6], p[7], w1, true);
   return out;
+}
+// Adds the 8 E4M3 probabilities of one P operand (two VGPRs of four codes) to `sum`: two
+// v_dot4_f32_fp8_fp8 against E4M3 1.0 (0x38) in every byte instead of eight adds of the fp32 p. The
+// row sum is then that of the quantized p the PV WMMAs weigh V with (docs/NUMERICS.md, step 6).
+SJ_DEVICE float sj_g12_sum_p(sj_v2i p, float sum) {
+  constexpr int kOnes = 0x38383838;
+  sum = __builtin_amdgcn_dot4_f32_fp8_fp8(p.x, kOnes, sum);
+  return __builtin_amdgcn_dot4_f32_fp8_fp8(p.y, kOnes, sum);
 }
 #endif  // SJ_AMD

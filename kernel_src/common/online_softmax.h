@@ -67,3 +67,55 @@ SJ_HOST_DEVICE float sj_output(float acc, float l, float v_scale) { return (acc 
 SJ_HOST_DEVICE float sj_lse(float m, float l, float delta) {
   return (m + sj_log2(l) - SJ_P_OFFSET + delta) * 0.69314718055994530942f;
 }
+
+// ---- The fused form of steps 1, 3, 5 and 9 (docs/NUMERICS.md, "Fused scores") -------------------
+// For kernels whose descriptor sets fused_scores (gfx12). The running state is the shifted maximum
+// c (the row maximum less P_OFFSET, rounded up), and each probability is one fma from the integer
+// dot product: p = exp2(fma(float(dot), sq*sk, -c)), no rounded score in between. Rounding c up keeps
+// every fma argument <= P_OFFSET exactly, so p <= 2^P_OFFSET < 448 stays in E4M3's range for any
+// magnitude of the scores (a non-saturating convert turns p >= 464 into NaN).
+
+SJ_HOST_DEVICE float sj_fma(float a, float b, float c) {
+#if defined(SJ_NVIDIA)
+  return fmaf(a, b, c);
+#elif defined(SJ_AMD)
+  return __builtin_fmaf(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+
+// A group's shifted maximum before rounding up: `dot_max` is the largest float(dot) of a group of
+// keys with one K scale (-inf when none is visible: the result is then -inf or NaN, and the max
+// over groups, fmax, ignores NaN).
+SJ_HOST_DEVICE float sj_shifted_group_max(float dot_max, float q_scale, float k_scale) {
+  return sj_fma(dot_max, q_scale * k_scale, -SJ_P_OFFSET);
+}
+
+SJ_HOST_DEVICE float sj_fabs(float x) {
+#if defined(SJ_NVIDIA)
+  return fabsf(x);
+#elif defined(SJ_AMD)
+  return __builtin_fabsf(x);  // a free source modifier of the fma below
+#else
+  return std::fabs(x);
+#endif
+}
+
+// The fma above is within half an ulp of its exact value; adding |c|*2^-23 (at least one ulp of a
+// normal c) rounds to at least the next float up, so the result is >= the exact value. Then
+// dot*scale - c <= P_OFFSET holds exactly for every key of the row. (A subnormal c gains nothing, but
+// its error is below 2^-149, far inside the slack: the E4M3 convert overflows only from 464 = 2^8.858.)
+// Monotone, so it may be applied before or after a max; -inf gives NaN, which fmax ignores.
+SJ_HOST_DEVICE float sj_shifted_round_up(float c) { return sj_fma(sj_fabs(c), 1.1920928955078125e-7f, c); }
+
+// Step 5, fused: p = exp2 of this, with c_new the tile's updated shifted maximum (step 4 is
+// sj_rescale(c_old, c_new)); a masked key's p is 0.
+SJ_HOST_DEVICE float sj_fused_arg(float dot, float q_scale, float k_scale, float c_new) {
+  return sj_fma(dot, q_scale * k_scale, -c_new);
+}
+
+// Step 9, fused: c already holds -P_OFFSET.
+SJ_HOST_DEVICE float sj_lse_fused(float c, float l, float delta) {
+  return (c + sj_log2(l) + delta) * 0.69314718055994530942f;
+}

@@ -49,3 +49,15 @@ struct SjAttentionParams {
   int gqa_ratio;           // heads_q / heads_kv
   int causal;              // 0 | 1
 };
+
+// The key mask (common/key_mask.h), a second kernel argument of the prepare and attention kernels
+// compiled with SJ_KEY_MASK 1 (after the descriptor's own extra argument, if any); kernels without
+// a mask never see it, so their code is what it was before masks existed.
+struct SjKeyMask {
+  const void* mask;         // the caller's [B, Nk] view: element (b, n) at b * stride_b + n * stride_n
+  long long stride_b, stride_n;  // elements of the mask's own type (stride_b 0: one mask for every batch item)
+  int kind;                 // SJ_KEY_MASK_BOOL | _F32 | _BF16 | _F16
+  int reserved;             // 0
+  float* key_bias;          // workspace [B, Nk_pad]: log2-domain bias, -inf for masked keys and keys >= Nk
+  int* valid_keys_partial;  // workspace [B, ceil(Nk / 64)]: valid keys per K-mean chunk (smoothing), or null
+};

@@ -51,6 +51,17 @@ class Tensor(ctypes.Structure):
     ]
 
 
+class KeyMask(ctypes.Structure):
+    """sagejit_key_mask: a mask per (batch item, key), [B or 1, Nk] with element strides."""
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("type", ctypes.c_int32),
+        ("device", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * 2),
+        ("strides", ctypes.c_int64 * 2),
+    ]
+
+
 class Options(ctypes.Structure):
     # struct_size first (C ABI 1); start from library().sagejit_default_options(), which sets it.
     _fields_ = [
@@ -62,6 +73,7 @@ class Options(ctypes.Structure):
         ("smooth_k", ctypes.c_int32),
         ("device", ctypes.c_int32),
         ("lse", ctypes.c_void_p),
+        ("key_mask", KeyMask),  # SAGEJIT_OPTIONS_V2_SIZE
     ]
 
 

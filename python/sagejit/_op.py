@@ -1,7 +1,10 @@
 """torch.ops.sagejit.sageattn: the attention as a torch custom operator, and the eager call beside it.
 
     sageattn(Tensor q, Tensor k, Tensor v, int layout, bool causal, float? sm_scale, bool smooth_k,
-             bool return_lse) -> (Tensor out, Tensor lse)
+             bool return_lse, Tensor? key_mask=None) -> (Tensor out, Tensor lse)
+
+`key_mask` is torch SDPA's attn_mask when it is a key mask (sagejit/_key_mask.py: the same for every
+head and query); the kernels read it where it is.
 
 Registered with torch.library at import (torch >= 2.4; no compiled extension, so no torch ABI
 coupling): a CUDA kernel (CUDA and ROCm devices: torch calls both "cuda"), a CPU kernel that runs the
@@ -29,6 +32,7 @@ import threading
 
 import torch
 
+from . import _key_mask
 from ._library import SagejitError, Tensor, UnsupportedCall, check, error_for, last_error, library
 from ._torch_tensors import INVALID_ARGUMENT, to_c_tensor
 
@@ -106,7 +110,7 @@ class _Signature:
                  "strides", "dtype", "lse_shape", "lse_strides", "lse_offset", "workspace_offset", "block_elements",
                  "workspace_in_block", "workspace_elements", "gpu", "device_index")
 
-    def __init__(self, q, k, v, layout, causal, sm_scale, smooth_k, return_lse, measure_workspace):
+    def __init__(self, q, k, v, layout, causal, sm_scale, smooth_k, return_lse, measure_workspace, key_mask=None):
         self.cq, self.ck, self.cv = to_c_tensor(q, "q"), to_c_tensor(k, "k"), to_c_tensor(v, "v")
         # The output sageattn allocates: q's shape and dtype, dense.
         self.cout = Tensor()
@@ -120,6 +124,7 @@ class _Signature:
         self.shape, self.strides, self.dtype = tuple(q.shape), tuple(strides), q.dtype
         self.gpu, self.device_index = measure_workspace, q.get_device()
         self.options = _options(layout, causal, sm_scale, smooth_k)
+        self.options.key_mask = _key_mask.c_key_mask(key_mask, q, k, layout)
         self.launch = library().sagejit_default_launch()
         self.lse_shape = lse_shape(q, layout) if return_lse else None
         structs = (self.cq, self.ck, self.cv, self.cout, self.options, self.launch)
@@ -164,10 +169,11 @@ class _Signature:
         # A workspace apart, in elements of q's dtype (torch's allocator aligns every block to 512 bytes).
         self.workspace_elements = -(-self.workspace_bytes // element)
 
-    def bind(self, q, k, v, out, lse, workspace, stream):
+    def bind(self, q, k, v, out, lse, workspace, stream, key_mask=None):
         self.cq.data, self.ck.data, self.cv.data, self.cout.data = (
             q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr())
         self.options.lse = lse.data_ptr() if self.lse_shape is not None else None
+        self.options.key_mask.data = key_mask.data_ptr() if key_mask is not None else None
         self.launch.stream = stream
         self.launch.workspace = workspace
 
@@ -175,27 +181,29 @@ class _Signature:
 _signatures = threading.local()  # per thread: the ctypes structs are mutated by each call
 
 
-def _key(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+def _key(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, key_mask=None):
     """What a signature is cached by: everything its ctypes arguments, the library's validation of the call
     and the Python checks of sagejit.sageattn and the op read (shapes, strides, dtypes, each tensor's device,
-    the options), so that a call with an equal key passes or fails them as the signature's first call did
-    (attend_repeated relies on it; the data pointers, which are not in it, are checked by every C call)."""
+    the options, the key mask's dtype, shape, strides and device), so that a call with an equal key passes or
+    fails them as the signature's first call did (attend_repeated relies on it; the data pointers, which are
+    not in it, are checked by every C call). An unmasked call's key ends in None, so it never finds a masked
+    signature."""
     return (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, q.device,
-            k.device, v.device, layout, causal, sm_scale, smooth_k, return_lse)
+            k.device, v.device, layout, causal, sm_scale, smooth_k, return_lse, _key_mask.signature(key_mask))
 
 
-def _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu):
+def _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu, key_mask=None):
     """The cached _Signature, made (and validated: to_c_tensor's checks, the library's) on first use. Callers
     have run check_op_arguments, so a cached signature also passed that."""
     cache = getattr(_signatures, "by_key", None)
     if cache is None:
         cache = _signatures.by_key = {}
-    key = _key(q, k, v, layout, causal, sm_scale, smooth_k, return_lse)
+    key = _key(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, key_mask)
     signature = cache.get(key)
     if signature is None:
         if len(cache) > 256:  # a bound on what a process of changing shapes keeps
             cache.clear()
-        signature = cache[key] = _Signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu)
+        signature = cache[key] = _Signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu, key_mask)
     return signature
 
 
@@ -243,10 +251,11 @@ if _raw_delete is None or _current_device is None:
     _raw_alloc = None
 
 
-def _launch(q, k, v, signature, lse_in_block):
+def _launch(q, k, v, signature, lse_in_block, key_mask=None):
     """Allocates the call's block (and what does not ride in it) and launches; returns (out, lse or None).
     q.new_empty(n) allocates in q's dtype on q's device: no keyword parsing, and an int size parses faster
-    than a tuple (each of these is a per-call cost of the host-bound small calls)."""
+    than a tuple (each of these is a per-call cost of the host-bound small calls). key_mask is the tensor
+    of a masked signature (its data pointer is bound per call), None for an unmasked one."""
     lse = None
     if signature.workspace_in_block or (lse_in_block and signature.lse_shape is not None):
         block = q.new_empty(signature.block_elements)
@@ -268,7 +277,7 @@ def _launch(q, k, v, signature, lse_in_block):
     else:
         separate = q.new_empty(signature.workspace_elements)
         workspace = separate.data_ptr()  # freed on return: torch's allocator orders its reuse on this stream
-    signature.bind(q, k, v, out, lse, workspace, stream)
+    signature.bind(q, k, v, out, lse, workspace, stream, key_mask)
     try:
         status = _c_attention_launch(*signature.launch_args)
     finally:
@@ -279,22 +288,22 @@ def _launch(q, k, v, signature, lse_in_block):
     return out, lse
 
 
-def _gpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+def _gpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, key_mask=None):
     check_op_arguments(q, k, v, layout)
-    signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu=True)
+    signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, True, key_mask)
     # What torch.compile and graph capture see: the output (with the workspace behind it) and a tensor
     # of its own for the LSE, always present.
-    out, lse = _launch(q, k, v, signature, lse_in_block=False)
+    out, lse = _launch(q, k, v, signature, False, key_mask)
     return out, lse if lse is not None else torch.empty((0,), dtype=torch.float32, device=q.device)
 
 
-def attend_eager(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+def attend_eager(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, key_mask=None):
     """The op's CUDA kernel without the dispatcher or autograd, for sagejit.sageattn in eager mode on plain
     CUDA tensors that need no gradient (can_attend_eagerly): one allocation holds the output, the LSE when
     asked and the workspace (where workspace_rides_in_block). Returns (out, lse or None)."""
     check_op_arguments(q, k, v, layout)
-    return _launch(q, k, v, _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu=True),
-                   lse_in_block=True)
+    return _launch(q, k, v, _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, True, key_mask),
+                   True, key_mask)
 
 
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
@@ -340,19 +349,21 @@ def attend_repeated(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
     return sageattn_op(q, k, v, layout, causal, sm_scale, smooth_k, return_lse)  # the emulator's op (CPU)
 
 
-def _cpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+def _cpu_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, key_mask=None):
     check_op_arguments(q, k, v, layout)
-    signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, gpu=False)
+    signature = _signature(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, False, key_mask)
     out = torch.empty(q.shape, dtype=q.dtype)
     lse = _empty_lse(q, signature)
-    signature.bind(q, k, v, out, lse, None, None)
+    signature.bind(q, k, v, out, lse, None, None, key_mask)
     # None: the library's default target, whose kernels' numerics are emulated (sagejit.h).
     check(library().sagejit_emulate_attention(*signature.args[:5], None))
     return out, lse
 
 
-def _fake_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse):
+def _fake_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, key_mask=None):
     check_op_arguments(q, k, v, layout)
+    if key_mask is not None:
+        _key_mask.key_mask_view(key_mask, q, k, layout)
     out = q.new_empty(q.shape)
     lse = q.new_empty(lse_shape(q, layout) if return_lse else (0,), dtype=torch.float32)
     return out, lse
@@ -369,7 +380,7 @@ def _backward(ctx, grad_out, grad_lse):
 
 _library = torch.library.Library("sagejit", "DEF")
 _library.define("sageattn(Tensor q, Tensor k, Tensor v, int layout, bool causal, float? sm_scale, bool smooth_k, "
-                "bool return_lse) -> (Tensor, Tensor)")
+                "bool return_lse, Tensor? key_mask=None) -> (Tensor, Tensor)")
 _library.impl("sageattn", _gpu_kernel, "CUDA")
 _library.impl("sageattn", _cpu_kernel, "CPU")
 torch.library.register_fake("sagejit::sageattn", _fake_kernel, lib=_library)

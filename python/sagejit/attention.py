@@ -4,6 +4,7 @@ import math
 import numbers
 from collections import namedtuple
 
+from . import _key_mask
 from ._library import SagejitError, Tensor, UnsupportedCall, check, last_error, library
 from ._torch_op import eager_attention, repeated_attention, torch_op
 from ._torch_tensors import INVALID_ARGUMENT, check_tensor, dtype_code, to_c_tensor
@@ -83,9 +84,6 @@ def _check_call(q, k, v, tensor_layout, attn_mask, dropout_p):
     import torch
 
     layout_code(tensor_layout)
-    if attn_mask is not None:
-        raise UnsupportedCall("attn_mask: sagejit computes unmasked (or causal, is_causal=True) attention only; "
-                              "pass attn_mask=None or use torch SDPA for masked attention")
     if dropout_p != 0.0:
         raise UnsupportedCall(f"dropout_p={dropout_p}: sagejit is inference attention without dropout; pass "
                               "dropout_p=0.0 or use torch SDPA")
@@ -96,6 +94,8 @@ def _check_call(q, k, v, tensor_layout, attn_mask, dropout_p):
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         raise UnsupportedCall("a gradient: q, k or v requires grad, and sagejit has no backward (inference only); "
                               "call it under torch.no_grad() / torch.inference_mode(), or use torch SDPA to train")
+    if attn_mask is not None:  # after q, k: the mask broadcasts against their scores
+        _key_mask.key_mask_view(attn_mask, q, k, _LAYOUTS[tensor_layout])
 
 
 def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, return_lse=False, smooth_k=True, *,
@@ -114,8 +114,11 @@ def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, retur
     under torch.compile(fullgraph=True) and records into CUDA/HIP graphs. In eager mode on plain CUDA
     tensors (no torch function or dispatch mode active) it calls the op's kernel without the dispatcher
     and the autograd wrapper, allocating the output, the LSE and the workspace as one block.
-    Callers' keywords: attn_mask=None and dropout_p=0.0 are accepted; a real mask, dropout, or inputs
-    that need a gradient raise sagejit.UnsupportedCall (catch it to fall back). SageAttention's
+    attn_mask: torch SDPA's, when it is a key mask, the same for every head and query: bool (True =
+    attend) or an additive float32/bfloat16/float16 bias, e.g. [B, 1, 1, Nk] or one expanded to
+    [B, H, Nq, Nk] with stride 0 along H and Nq (docs/NUMERICS.md "Key masks"; a row whose keys are all
+    masked gives 0, as torch's SDPA). Other masks, dropout, or inputs that need a gradient raise
+    sagejit.UnsupportedCall (catch it to fall back); dropout_p=0.0 is accepted. SageAttention's
     kernel-selection keywords (qk_quant_gran, qk_quant_dtype, pv_accum_dtype, smooth_v) are checked
     against SageAttention's values and otherwise do not change the computation.
     """
@@ -138,10 +141,10 @@ def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, retur
     can_attend_eagerly, attend_eager = eager_attention()
     if can_attend_eagerly(q, k, v):  # (inputs that need a gradient were refused above)
         out, lse = attend_eager(q, k, v, _LAYOUTS[tensor_layout], bool(is_causal), sm_scale, bool(smooth_k),
-                                bool(return_lse))
+                                bool(return_lse), attn_mask)
     else:
         out, lse = sageattn_op(q, k, v, _LAYOUTS[tensor_layout], bool(is_causal), sm_scale, bool(smooth_k),
-                               bool(return_lse))
+                               bool(return_lse), attn_mask)
     return (out, lse) if return_lse else out
 
 
@@ -159,6 +162,7 @@ def supports(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, retur
         check_op_arguments(q, k, v, _LAYOUTS[tensor_layout])
         options = _options(_LAYOUTS[tensor_layout], is_causal, sm_scale, smooth_k)
         options.lse = q.data_ptr() if return_lse else None
+        options.key_mask = _key_mask.c_key_mask(attn_mask, q, k, _LAYOUTS[tensor_layout])
         cq, ck, cv = (to_c_tensor(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v")))
     except (SagejitError, TypeError, ValueError) as error:
         return Support(False, str(error))

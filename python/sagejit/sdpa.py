@@ -7,9 +7,10 @@ sageattn, and every other call to the original SDPA, counting both.
         image = pipe(prompt).images[0]
     print(sagejit.sdpa_counters())       # {'routed': 960, 'fallback': 24, 'fallback_reasons': {...}}
 
-Routed: 4-D CUDA/ROCm tensors [B, H, N, D] in bf16/fp16, no attn_mask, dropout_p == 0, a head dim the
-library accepts, equal heads (or enable_gqa=True with Hq % Hk == 0), no autograd (sagejit has no
-backward), and anything else the library accepts. Everything else - masks, dropout, fp32, a VAE's odd
+Routed: 4-D CUDA/ROCm tensors [B, H, N, D] in bf16/fp16, no attn_mask or a key mask (the same for every
+head and query, e.g. a key-padding mask [B, 1, 1, Nk], bool or additive; sagejit/_key_mask.py), dropout_p
+== 0, a head dim the library accepts, equal heads (or enable_gqa=True with Hq % Hk == 0), no autograd
+(sagejit has no backward), and anything else the library accepts. Everything else - other masks, dropout, fp32, a VAE's odd
 head_dim, CPU tensors, training - goes to the original function unchanged. Code that imported
 scaled_dot_product_attention by name before patching keeps the original.
 patch_sdpa(cpu=True) also routes CPU tensors (to the library's emulator: exact and slow; for tests).
@@ -22,6 +23,7 @@ import collections
 import threading
 import warnings
 
+from . import _key_mask
 from ._abi import Status, kernel_torch_dtypes
 from ._library import SagejitError, library
 
@@ -87,12 +89,16 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, is_causal, scale, 
     tensors = (query, key, value)
     if not all(isinstance(t, torch.Tensor) for t in tensors):
         return "not torch tensors"
-    if attn_mask is not None:
-        return "attn_mask"
     if dropout_p != 0.0:
         return "dropout_p"
     if any(t.dim() != 4 for t in tensors):
         return "not 4-D"
+    if attn_mask is not None:
+        if is_causal:  # torch SDPA refuses both at once; the original says so
+            return "attn_mask with is_causal"
+        reason = _key_mask.refusal(attn_mask, query, key, 0)
+        if reason is not None:
+            return reason
     if any(t.device.type != "cuda" and not (_route_cpu and t.device.type == "cpu") for t in tensors):
         return "not on a CUDA/ROCm device"
     if any(t.device != query.device for t in tensors):
@@ -129,7 +135,8 @@ def _routed_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fal
     reason = _fallback_reason(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, extra)
     if reason is None:
         try:
-            out = sageattn(query, key, value, tensor_layout="HND", is_causal=bool(is_causal), sm_scale=scale)
+            out = sageattn(query, key, value, tensor_layout="HND", is_causal=bool(is_causal), sm_scale=scale,
+                           attn_mask=attn_mask)
             _count(True)
             return out
         except SagejitError as error:

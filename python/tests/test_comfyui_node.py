@@ -73,7 +73,7 @@ def test_patch_installs_the_override_on_a_clone(seed):
              _inside_attn_wrapper=True)
     assert len(comfy_calls) == 1
     (report,) = nodes.SagejitAttentionCounters().report(reset=True)["result"]
-    assert "'routed': 1" in report and "'attn_mask': 1" in report
+    assert "'routed': 1" in report and "'attn_mask: varies along the queries': 1" in report
     assert sj_comfyui.counters()["routed"] == 0
     (strict,) = nodes.SagejitAttention().patch(model, strict=True)
     with pytest.raises(sagejit.UnsupportedCall):

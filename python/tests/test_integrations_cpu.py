@@ -132,7 +132,7 @@ def test_comfyui_mask_goes_to_the_fallback_unchanged(seed, mask_dims, boolean):
     expected = torch.nn.functional.scaled_dot_product_attention(q4, k4, v4, attn_mask=sdpa_mask)
     assert torch.equal(out, expected.transpose(1, 2).reshape(2, 16, 128))
     counters = sj_comfyui.counters()
-    assert counters["routed"] == 0 and counters["fallback_reasons"] == {"attn_mask": 1}
+    assert counters["routed"] == 0 and counters["fallback_reasons"] == {"attn_mask: varies along the queries": 1}
 
 
 def test_comfyui_fallback_reasons_and_strict(seed):
@@ -193,7 +193,7 @@ def test_sageattention_standin(seed, layout):
     tq, tk, tv = (t if layout == "HND" else t.transpose(1, 2) for t in (q, k, v))
     expected_masked = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, attn_mask=mask)
     assert torch.equal(masked, expected_masked if layout == "HND" else expected_masked.transpose(1, 2))
-    assert sj_sageattention.counters() == {"routed": 1, "fallback": 1, "fallback_reasons": {"attn_mask": 1}}
+    assert sj_sageattention.counters() == {"routed": 1, "fallback": 1, "fallback_reasons": {"attn_mask: varies along the queries": 1}}
 
 
 def test_sageattention_standin_scale_keyword(seed):

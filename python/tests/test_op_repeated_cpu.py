@@ -168,9 +168,42 @@ def test_the_key_holds_every_input_the_checks_read(seed):
         "scale": ((q, k, v), {"sm_scale": 0.5}),
         "smooth_k": ((q, k, v), {"smooth_k": False}),
         "lse": ((q, k, v), {"return_lse": True}),
+        "a key mask": ((q, k, v), {"key_mask": torch.ones(q.shape[0], 1, 1, k.shape[2], dtype=torch.bool)}),
     }
     for name, (tensors, change) in variants.items():
         assert _op._key(*tensors, **{**args, **change}) != base, name
+    # The key mask's dtype, shape, strides and device are in the key; its data is not.
+    mask = torch.ones(q.shape[0], 1, 1, k.shape[2], dtype=torch.bool)
+    masked = _op._key(q, k, v, **args, key_mask=mask)
+    assert _op._key(q, k, v, **args, key_mask=torch.zeros_like(mask)) == masked
+    for name, other in {"mask dtype": mask.float(), "mask shape": mask[:, :, :, :1],
+                        "mask strides": mask.expand(-1, 2, 3, -1), "mask device": mask.to("meta")}.items():
+        assert _op._key(q, k, v, **args, key_mask=other) != masked, name
+
+
+def test_masked_and_unmasked_calls_of_one_shape_never_share_a_signature(seed):
+    """A masked call takes sageattn's full path (never attend_repeated), and an unmasked call after it, of
+    the same shapes, computes without the mask (a masked signature is never found by an unmasked key)."""
+    q, k, v = base_inputs(seed)
+    mask = torch.ones(q.shape[0], 1, 1, k.shape[2], dtype=torch.bool)
+    mask[..., k.shape[2] // 2:] = False
+
+    def run():
+        with torch.no_grad():
+            plain = sageattn(q, k, v)
+            masked = sageattn(q, k, v, attn_mask=mask)
+            masked_again = sageattn(q, k, v, attn_mask=mask)
+            plain_again = sageattn(q, k, v)
+            assert _op.attend_repeated(q, k, v, 0, False, None, True, False) is not None  # unmasked: warm
+        return plain, masked, masked_again, plain_again
+
+    status, (plain, masked, masked_again, plain_again) = in_new_thread(run)
+    assert status == "ok"
+    assert torch.equal(plain, plain_again) and torch.equal(masked, masked_again)
+    assert not torch.equal(plain, masked)
+    with torch.no_grad():
+        half = sageattn(q, k[:, :, : k.shape[2] // 2], v[:, :, : k.shape[2] // 2])  # the valid keys only
+    assert torch.nn.functional.cosine_similarity(masked.flatten().double(), half.flatten().double(), dim=0) > 0.999
 
 
 MIB = 1 << 20

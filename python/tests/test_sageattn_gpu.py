@@ -158,12 +158,15 @@ def test_patch_sdpa_routes_and_falls_back_with_counts():
         kv2 = make((2, 2, 256, 128), torch.bfloat16)
         gqa = F.scaled_dot_product_attention(q, kv2, kv2, enable_gqa=True)
         assert cosine(gqa, reference(q, kv2, kv2)) >= MIN_COS
-        # Fallbacks: each must equal torch's own result.
         mask = torch.rand(256, 256, device="cuda") > 0.5
         mask.fill_diagonal_(True)
+        # A [1, Nk] mask is a key mask (the same for every head and query): routed.
+        keyed = F.scaled_dot_product_attention(q, k, v, dropout_p=0.0, scale=0.05, attn_mask=mask[:1])
+        want_keyed = original(*(t.float() for t in (q, k, v)), scale=0.05, attn_mask=mask[:1])
+        assert cosine(keyed, want_keyed) >= MIN_COS
+        # Fallbacks: each must equal torch's own result.
         calls = [
-            dict(args=(q, k, v), kwargs=dict(attn_mask=mask)),
-            dict(args=(q, k, v), kwargs=dict(dropout_p=0.0, scale=0.05, attn_mask=mask[:1])),
+            dict(args=(q, k, v), kwargs=dict(attn_mask=mask)),  # varies along the queries
             dict(args=tuple(t.float() for t in (q, k, v)), kwargs={}),                     # fp32
             dict(args=tuple(make((1, 1, 64, 512), torch.float16) for _ in range(3)), kwargs={}),  # head_dim 512 (VAE-like)
             dict(args=tuple(t.cpu() for t in (q, k, v)), kwargs={}),                        # CPU
@@ -182,10 +185,10 @@ def test_patch_sdpa_routes_and_falls_back_with_counts():
         assert dropped.shape == q.shape
     assert F.scaled_dot_product_attention is original
     counters = sagejit.sdpa_counters()
-    assert counters["routed"] == 2
-    assert counters["fallback"] == 9
+    assert counters["routed"] == 3
+    assert counters["fallback"] == 8
     reasons = counters["fallback_reasons"]
-    assert reasons["attn_mask"] == 2
+    assert reasons["attn_mask: varies along the queries"] == 1
     assert reasons["dtype"] == 1
     assert reasons["head_dim"] == 1
     assert reasons["not on a CUDA/ROCm device"] == 1

@@ -172,7 +172,7 @@ def test_patch_sdpa_routes_cpu_calls_to_the_original_with_counts():
     counters = sagejit.sdpa_counters()
     assert counters["routed"] == 0
     assert counters["fallback"] == 2
-    assert counters["fallback_reasons"] == {"attn_mask": 1, "not on a CUDA/ROCm device": 1}
+    assert counters["fallback_reasons"] == {"attn_mask: varies along the queries": 1, "not on a CUDA/ROCm device": 1}
     with sagejit.patch_sdpa(cpu=True):  # CPU routing on: fp32 is the reason now
         F.scaled_dot_product_attention(q, k, v)
     assert sagejit.sdpa_counters()["fallback_reasons"]["dtype"] == 1

@@ -26,6 +26,7 @@ std::string specialization_text(const Specialization& spec) {
   if (spec.causal) text += " causal";
   if (spec.write_lse) text += " lse";
   if (spec.v.pv_fp16) text += " pv=fp16";
+  if (spec.key_mask) text += " mask";  // also in emit_file_name: a masked object never overwrites its unmasked twin
   return text;
 }
 

@@ -2,8 +2,9 @@
 run the framework's own attention instead - counted per reason, or raised in strict mode.
 
 sagejit itself decides what it can take (sagejit.sageattn raises sagejit.UnsupportedCall for a gradient,
-a dtype or head dim without kernels, ...). The router adds the integrations' policy: a mask or dropout is
-not sent at all (sagejit is unmasked attention without dropout by design; see _refused_argument), CPU
+a dtype or head dim without kernels, ...). The router adds the integrations' policy: a key mask (the same
+for every head and query, sagejit/_key_mask.py) is sent to sagejit, any other mask and dropout are not
+sent at all (decided without an exception; see _refused_argument), CPU
 tensors go to the framework's attention unless `emulate_on_cpu` is set (sagejit's CPU path is an exact
 emulator, far too slow for a model; tests turn it on), and any other sagejit error (no kernels for this
 GPU, a failed compile) falls back too, with one warning per message so it is seen. A caller's error
@@ -34,12 +35,17 @@ def reason_key(message):
     return re.sub(r"\d+", "N", clause)[:100] or "unsupported"
 
 
-def _refused_argument(attn_mask, dropout_p):
-    # sagejit computes unmasked (or causal) attention without dropout by design, and sageattn refuses these
-    # first. Deciding them here, without the call and its exception, keeps the fallback traceable by
-    # torch.compile(fullgraph=True), which cannot trace the raise of sagejit's exception types.
+def _refused_argument(attn_mask, dropout_p, q, k, tensor_layout):
+    # sagejit computes attention with at most a key mask (or causal) and without dropout, and sageattn
+    # refuses the rest first. Deciding them here, without the call and its exception, keeps the fallback
+    # traceable by torch.compile(fullgraph=True), which cannot trace the raise of sagejit's exception types.
+    from .._key_mask import refusal
+    from ..attention import layout_code
+
     if attn_mask is not None:
-        return "attn_mask"
+        reason = refusal(attn_mask, q, k, layout_code(tensor_layout))
+        if reason is not None:
+            return reason
     if dropout_p != 0.0:
         return "dropout_p"
     return None
@@ -97,7 +103,7 @@ class Router:
 
         layout_code(tensor_layout)  # a caller's error raises on every path, the fallback's too
         strict = self.strict if strict is None else strict
-        reason = refuse or _refused_argument(attn_mask, dropout_p) or self._policy_reason(q)
+        reason = refuse or _refused_argument(attn_mask, dropout_p, q, k, tensor_layout) or self._policy_reason(q)
         if reason is None:
             try:
                 result = sageattn(q, k, v, tensor_layout=tensor_layout, is_causal=is_causal, sm_scale=scale,

@@ -10,7 +10,8 @@ q, k, v: [B, N, heads * D] (k, v: [B, Nk, heads_k * D]), or [B, heads, N, D] wit
 the scores to fp32) is honoured by construction: sagejit's scores and softmax are fp32. Other kwargs
 (transformer_options, ...) are handed to the fallback unchanged.
 
-Calls sagejit cannot take (a mask, an unsupported head dim or dtype, CPU tensors, ...) run `fallback`:
+A key mask (the same for every query and head, e.g. [B, 1, Nk] or [B, 1, 1, Nk], bool or additive) goes to
+sagejit. Calls sagejit cannot take (other masks, an unsupported head dim or dtype, CPU tensors, ...) run `fallback`:
 ComfyUI's own attention function when the custom node installs this (integrations/comfyui/), else
 `sdpa_attention` below. Counted per reason: `counters()`; `configure(strict=True)` raises instead.
 """
@@ -74,7 +75,7 @@ def attention(q, k, v, heads, mask=None, attn_precision=None, skip_reshape=False
     refuse = "low_precision_attention=False" if kwargs.get("low_precision_attention", True) is False else None
     sq, sk, sv, layout = _heads_layout(q, k, v, heads, skip_reshape, bool(kwargs.get("enable_gqa", False)))
     result = _router.attention(sq, sk, sv, lambda: None, tensor_layout=layout, scale=kwargs.get("scale"),
-                               attn_mask=mask, refuse=refuse, strict=strict)
+                               attn_mask=_sdpa_mask(mask), refuse=refuse, strict=strict)
     if result is None:  # sagejit did not take it: ComfyUI's function, on the caller's own arguments
         return run_fallback()
     return _output_layout(result, layout, skip_output_reshape)

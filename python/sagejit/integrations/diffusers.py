@@ -12,8 +12,10 @@ attention forwards only (see _diffusers_scope.py). The backend alone, for the di
     pipe.transformer.set_attention_backend("sagejit")
     # or, for a block:  with diffusers.models.attention_dispatch.attention_backend("sagejit"): ...
 
-Calls sagejit cannot take (attn_mask, dropout, a head dim or dtype it has no kernels for, CPU tensors, a
-gradient) run diffusers' native attention (torch SDPA) instead and are counted per reason:
+Key-padding masks (the same for every head and query: HunyuanVideo's [B, 1, 1, N] bool mask, a [B, N]
+mask as diffusers passes it, LTX's additive one) go to sagejit. Calls sagejit cannot take (other masks,
+dropout, a head dim or dtype it has no kernels for, CPU tensors, a gradient) run diffusers' native
+attention (torch SDPA) instead and are counted per reason:
 `counters()`; `configure(strict=True)` raises sagejit.UnsupportedCall instead of falling back.
 
 Context parallelism (ring, Ulysses and both, through `ContextParallelConfig` and
@@ -73,8 +75,8 @@ def _local_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, 
     refuse = "heads of q and k differ without enable_gqa" if query.shape[2] != key.shape[2] and not enable_gqa \
         else None
     result = _router.attention(query, key, value, fallback, tensor_layout="NHD", is_causal=is_causal, scale=scale,
-                               return_lse=return_lse, attn_mask=attn_mask, dropout_p=dropout_p, refuse=refuse,
-                               observe=_diffusers_scope.current_observer())
+                               return_lse=return_lse, attn_mask=_sdpa_mask(attn_mask, query, key),
+                               dropout_p=dropout_p, refuse=refuse, observe=_diffusers_scope.current_observer())
     if not return_lse:
         return result
     out, lse = result

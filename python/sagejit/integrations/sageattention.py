@@ -1,6 +1,6 @@
 """sageattn with SageAttention's signature, for code written against the `sageattention` package
 (ComfyUI's --use-sage-attention, WanVideo nodes, diffusers' "sage" backend): sagejit where it can, torch SDPA
-(same semantics) where it cannot - a mask, dropout, CPU tensors, a head dim without kernels - counted per
+(same semantics) where it cannot - a mask other than a key mask, dropout, CPU tensors, a head dim without kernels - counted per
 reason (`counters()`); `configure(strict=True)` raises instead. integrations/sageattention_shim/ makes this
 importable as `sageattention`.
 """

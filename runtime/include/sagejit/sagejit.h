@@ -62,6 +62,26 @@ typedef struct sagejit_tensor {
   int64_t strides[4];
 } sagejit_tensor;
 
+/* Element type of a key mask (docs/NUMERICS.md "Key masks"). */
+typedef enum sagejit_mask_type {
+  SAGEJIT_MASK_NONE = 0,
+  SAGEJIT_MASK_BOOL = 1, /* 1 byte, nonzero = attend (torch SDPA's convention) */
+  SAGEJIT_MASK_FP32 = 2, /* additive bias on the scaled scores; -inf masks the key */
+  SAGEJIT_MASK_BF16 = 3,
+  SAGEJIT_MASK_FP16 = 4
+} sagejit_mask_type;
+
+/* A mask per (batch item, key): shape {B or 1, Nk}, strides in elements (>= 0; 0 broadcasts), on the
+ * call's device (host memory for sagejit_emulate_attention). A torch mask that broadcasts along heads
+ * and queries ([B, 1, 1, Nk], an expanded [B, H, Nq, Nk]) is this view of its first and last dims. */
+typedef struct sagejit_key_mask {
+  const void* data; /* NULL with SAGEJIT_MASK_NONE */
+  int32_t type;     /* sagejit_mask_type */
+  int32_t device;   /* device ordinal */
+  int64_t shape[2];
+  int64_t strides[2];
+} sagejit_key_mask;
+
 /* Options of a call. The struct can grow: new fields are only ever appended, and struct_size (the
  * first field) says how many bytes the caller's struct has. Start from sagejit_default_options(),
  * which sets struct_size to the sizeof(sagejit_options) of the library. A library accepts every
@@ -77,14 +97,17 @@ typedef struct sagejit_options {
   int32_t smooth_k;     /* 0 | 1 (default 1) */
   int32_t device;       /* -1: the device of q */
   float* lse;           /* fp32 [B, Hq, Nq] contiguous, or NULL */
+  sagejit_key_mask key_mask; /* type SAGEJIT_MASK_NONE: no mask (since SAGEJIT_OPTIONS_V2_SIZE) */
   /* Append new fields here (and a SAGEJIT_OPTIONS_V<n>_SIZE for them); never reorder or remove. */
 } sagejit_options;
 
 /* The size of the first sagejit_options with struct_size (ABI 1): everything up to and including lse. */
 #define SAGEJIT_OPTIONS_V1_SIZE (offsetof(sagejit_options, lse) + sizeof(float*))
+/* ... and the key mask (0.2.0). */
+#define SAGEJIT_OPTIONS_V2_SIZE (offsetof(sagejit_options, key_mask) + sizeof(sagejit_key_mask))
 
 /* Defaults: struct_size = sizeof(sagejit_options), HND, not causal, default scale, smooth_k on,
- * device of q, no LSE. */
+ * device of q, no LSE, no key mask. */
 SAGEJIT_C_API sagejit_options sagejit_default_options(void);
 
 /* out = attention(q, k, v) on `stream` (cudaStream_t / hipStream_t, NULL = default stream) with the

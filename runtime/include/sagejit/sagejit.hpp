@@ -39,6 +39,9 @@ struct AttentionOptions {
   float* lse = nullptr;
   // Device ordinal the call runs on; -1: the device of q. Every tensor must be on it.
   int device = -1;
+  // A key mask (KeyMask, <sagejit/types.hpp>), on the call's device; type none: every key attends.
+  // It is read by the kernels as it is (no copy, no host synchronisation); docs/NUMERICS.md "Key masks".
+  KeyMask key_mask;
 };
 
 // A caller-owned device buffer for the quantized copies of q/k/v and their scales.

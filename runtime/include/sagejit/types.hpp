@@ -30,6 +30,22 @@ struct TensorView {
   int device = 0;  // device ordinal (ignored for host tensors)
 };
 
+// Element type of a key mask (docs/NUMERICS.md "Key masks"); the values of the C ABI's sagejit_mask_type.
+enum class MaskType : int { none = 0, boolean = 1, fp32 = 2, bf16 = 3, fp16 = 4 };
+
+// A mask per (batch item, key) of one call: [B, Nk] (shape[0] may be 1: one mask for every batch item),
+// strides in elements (>= 0; 0 broadcasts). boolean: 1 byte, nonzero = attend (torch SDPA's
+// attn_mask convention); fp32/bf16/fp16: an additive bias on the scaled scores (-inf masks a key).
+// A torch mask that broadcasts along heads and queries ([B, 1, 1, Nk], an expanded [B, H, Nq, Nk]
+// with stride 0 there) is this view of its batch and key dimensions.
+struct KeyMask {
+  const void* data = nullptr;  // nullptr with MaskType::none: no mask
+  MaskType type = MaskType::none;
+  std::array<std::int64_t, 2> shape{};    // {B or 1, Nk}
+  std::array<std::int64_t, 2> strides{};  // elements
+  int device = 0;                         // device ordinal (ignored for the CPU emulation)
+};
+
 // Dense (contiguous) strides for a shape.
 constexpr std::array<std::int64_t, 4> contiguous_strides(const std::array<std::int64_t, 4>& shape) {
   return {shape[1] * shape[2] * shape[3], shape[2] * shape[3], shape[3], 1};

@@ -10,6 +10,7 @@
 #include "plan/attention_plan.hpp"
 #include "core/error.hpp"
 #include "core/kernel_inputs.hpp"
+#include "common/key_mask.h"
 
 namespace sagejit {
 namespace {
@@ -96,6 +97,33 @@ void check_dtypes(const TensorView& q, const TensorView& k, const TensorView& v,
   if (out != nullptr) same(*out, "out");
 }
 
+// The mask's kind in the kernels' terms (kernel_src/common/key_mask.h), and the view of it a call takes.
+numerics::KeyMaskView key_mask_view(const KeyMask& mask, std::int64_t batch, std::int64_t seq_kv, int device) {
+  const int type = static_cast<int>(mask.type);
+  if (type < static_cast<int>(MaskType::none) || type > static_cast<int>(MaskType::fp16))
+    fail(ErrorCode::invalid_argument, "options.key_mask.type {} is not one of none (0), boolean (1), fp32 (2), bf16 (3), "
+         "fp16 (4)", type);
+  if (mask.type == MaskType::none) {
+    if (mask.data != nullptr)
+      fail(ErrorCode::invalid_argument, "options.key_mask.data is set but its type is none; name the type (boolean, "
+                                        "fp32, bf16, fp16) or pass no data");
+    return {};
+  }
+  if (mask.data == nullptr) fail(ErrorCode::invalid_argument, "options.key_mask.data is null; pass the mask's pointer");
+  if (!(mask.shape[0] == batch || mask.shape[0] == 1) || mask.shape[1] != seq_kv)
+    fail(ErrorCode::invalid_argument, "options.key_mask.shape [{}, {}] is not [B, Nk] = [{}, {}] (or [1, {}]); {}",
+         mask.shape[0], mask.shape[1], batch, seq_kv, seq_kv, accepted_key_masks_text());
+  if (mask.strides[0] < 0 || mask.strides[1] < 0)
+    fail(ErrorCode::invalid_argument, "options.key_mask.strides [{}, {}] must be >= 0", mask.strides[0], mask.strides[1]);
+  if (mask.device != device)
+    fail(ErrorCode::invalid_argument, "options.key_mask.device is {} but the call runs on device {}; the mask must be "
+         "on the tensors' device", mask.device, device);
+  static_assert(static_cast<int>(MaskType::boolean) == SJ_KEY_MASK_BOOL && static_cast<int>(MaskType::fp32) == SJ_KEY_MASK_F32 &&
+                static_cast<int>(MaskType::bf16) == SJ_KEY_MASK_BF16 && static_cast<int>(MaskType::fp16) == SJ_KEY_MASK_F16);
+  // One row for every batch item is a batch stride of 0 (what torch's expand gives too).
+  return {mask.data, type, mask.shape[0] == 1 ? 0 : mask.strides[0], mask.strides[1]};
+}
+
 RowStrides row_strides(const TensorView& tensor, const DimOrder& order) {
   return {tensor.strides[order.batch], tensor.strides[order.heads], tensor.strides[order.tokens]};
 }
@@ -177,6 +205,7 @@ AttentionProblem validate(const TensorView& q, const TensorView& k, const Tensor
   call.causal = options.causal;
   call.smooth_k = options.smooth_k;
   call.lse = options.lse;
+  call.key_mask = key_mask_view(options.key_mask, call.batch, call.seq_kv, result.device);
 
   check_attention_call(call);  // the plan's rules: dtype, head dim, GQA, index limits
   return result;

@@ -25,6 +25,9 @@ static_assert(static_cast<int>(ErrorCode::config_error) == SAGEJIT_ERROR_CONFIG)
 static_assert(static_cast<int>(ErrorCode::internal) == SAGEJIT_ERROR_INTERNAL);
 static_assert(static_cast<int>(DType::bf16) == SAGEJIT_DTYPE_BF16 && static_cast<int>(DType::fp16) == SAGEJIT_DTYPE_FP16 &&
               static_cast<int>(DType::fp8_e4m3) == SAGEJIT_DTYPE_FP8_E4M3);
+static_assert(static_cast<int>(MaskType::none) == SAGEJIT_MASK_NONE && static_cast<int>(MaskType::boolean) == SAGEJIT_MASK_BOOL &&
+              static_cast<int>(MaskType::fp32) == SAGEJIT_MASK_FP32 && static_cast<int>(MaskType::bf16) == SAGEJIT_MASK_BF16 &&
+              static_cast<int>(MaskType::fp16) == SAGEJIT_MASK_FP16);
 static_assert(static_cast<int>(Layout::HND) == SAGEJIT_LAYOUT_HND && static_cast<int>(Layout::NHD) == SAGEJIT_LAYOUT_NHD);
 
 // Runs `body`, turning any exception into a status and the thread's last error.
@@ -77,6 +80,14 @@ AttentionOptions to_options(const sagejit_options* options) {
   result.smooth_k = c.smooth_k != 0;
   result.device = c.device;
   result.lse = c.lse;
+  const sagejit_key_mask& mask = c.key_mask;  // a V1 struct has none: the default's type NONE
+  result.key_mask.data = mask.data;
+  result.key_mask.type = static_cast<MaskType>(mask.type);
+  result.key_mask.device = mask.device;
+  for (int i = 0; i < 2; ++i) {
+    result.key_mask.shape[i] = mask.shape[i];
+    result.key_mask.strides[i] = mask.strides[i];
+  }
   return result;
 }
 
@@ -124,6 +135,8 @@ sagejit_options sagejit_default_options(void) {
   options.smooth_k = 1;
   options.device = -1;
   options.lse = nullptr;
+  options.key_mask.data = nullptr;
+  options.key_mask.type = SAGEJIT_MASK_NONE;
   return options;
 }
 

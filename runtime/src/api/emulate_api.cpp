@@ -46,6 +46,7 @@ TargetCall plan_for_target(const TensorView& q, const TensorView& k, const Tenso
                            const AttentionOptions& options, std::string_view target) {
   AttentionOptions host_options = options;
   host_options.device = -1;
+  host_options.key_mask.device = 0;  // host memory, like the tensors (on_host)
   TargetCall call;
   call.problem = validate_attention(on_host(q), on_host(k), on_host(v), on_host(out), host_options);
   call.plan = plan_attention(call.problem.call, emulation_target(target));

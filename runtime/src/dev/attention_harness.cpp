@@ -85,6 +85,7 @@ numerics::PreparedTensors prepared_from_workspace(std::span<const std::byte> wor
       .v16 = copied(sections.v16),
       .v_scale = copied(sections.v_scale),
       .lse_delta = copied(sections.lse_delta),  // empty unless an LSE with smoothing
+      .key_bias = copied(sections.key_bias),    // empty without a key mask
   };
 }
 

@@ -39,9 +39,7 @@ struct LoadKey {
 
   bool operator==(const LoadKey& other) const {
     return device == other.device && ordinal == other.ordinal && desc == other.desc && compiler == other.compiler &&
-           cache == other.cache && spec.dtype == other.spec.dtype && spec.head_dim == other.spec.head_dim &&
-           spec.causal == other.spec.causal && spec.write_lse == other.spec.write_lse && spec.v == other.spec.v &&
-           *config == *other.config;
+           cache == other.cache && spec == other.spec && *config == *other.config;
   }
 };
 
@@ -55,7 +53,7 @@ struct LoadKeyHash {
     mix(static_cast<std::size_t>(k.ordinal));
     mix(static_cast<std::size_t>(k.spec.dtype) | static_cast<std::size_t>(k.spec.head_dim) << 8 |
         (k.spec.causal ? 1u << 20 : 0u) | (k.spec.write_lse ? 1u << 21 : 0u) | (k.spec.v.pv_fp16 ? 1u << 22 : 0u) |
-        static_cast<std::size_t>(k.spec.v.order) << 24);
+        (k.spec.key_mask ? 1u << 23 : 0u) | static_cast<std::size_t>(k.spec.v.order) << 24);
     for (const auto& [name, value] : *k.config) {
       mix(std::hash<std::string>{}(name));
       mix(std::hash<int>{}(value));

@@ -71,6 +71,8 @@ std::string check_kernel_config(const KernelDesc& desc, const TileConfig& config
   if ((desc.specialized_on & spec_dtype) != 0 && !is_kernel_dtype(spec.dtype))
     return fmt::format("dtype {} is not one of {} (as int: {})", spec.dtype, kernel_dtypes_text(),
                        fmt::join(kernel_dtypes | std::views::transform([](DType d) { return static_cast<int>(d); }), ", "));
+  if (spec.key_mask && (desc.specialized_on & spec_key_mask) == 0)
+    return fmt::format("{} has no key-mask variant (SJ_KEY_MASK)", desc.name);
   if (desc.check_resources != nullptr) return desc.check_resources(complete_config(desc, config), spec, target);
   return {};
 }
@@ -89,6 +91,7 @@ Defines kernel_defines(const KernelDesc& desc, const TileConfig& config, const S
   if ((desc.specialized_on & spec_dtype) != 0) defines.emplace_back("SJ_DTYPE", std::to_string(spec.dtype));
   if ((desc.specialized_on & spec_causal) != 0) defines.emplace_back("SJ_CAUSAL", flag(spec.causal));
   if ((desc.specialized_on & spec_write_lse) != 0) defines.emplace_back("SJ_WRITE_LSE", flag(spec.write_lse));
+  if ((desc.specialized_on & spec_key_mask) != 0 && spec.key_mask) defines.emplace_back("SJ_KEY_MASK", "1");
   if ((desc.specialized_on & spec_v_format) != 0) {
     defines.emplace_back("SJ_PV_FP16", flag(spec.v.pv_fp16));
     defines.emplace_back("SJ_V_PERMUTE", std::to_string(static_cast<int>(spec.v.order)));
@@ -114,6 +117,11 @@ LaunchGeometry kernel_geometry(const KernelDesc& desc, int entry, const TileConf
 
 VInput kernel_v_input(const KernelDesc& desc, const TileConfig& config) {
   return desc.v_input != nullptr ? desc.v_input(complete_config(desc, config)) : VInput{};
+}
+
+TileConfig kernel_table_config(const KernelDesc& desc, const TileConfig& config, const Specialization& spec) {
+  const TileConfig complete = complete_config(desc, config);
+  return desc.table_config_for != nullptr ? desc.table_config_for(complete, spec) : complete;
 }
 
 }  // namespace sagejit

@@ -48,4 +48,7 @@ LaunchGeometry kernel_geometry(const KernelDesc& desc, int entry, const TileConf
 // declares nothing.
 VInput kernel_v_input(const KernelDesc& desc, const TileConfig& config);
 
+// The config `spec` runs when a tuning table chose `config` (KernelDesc::table_config_for; complete).
+TileConfig kernel_table_config(const KernelDesc& desc, const TileConfig& config, const Specialization& spec);
+
 }  // namespace sagejit

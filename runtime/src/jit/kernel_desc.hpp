@@ -39,6 +39,8 @@ struct Specialization {
   bool causal = false;
   bool write_lse = false;
   VInput v;              // the V format of the call (set by the attention plan from the attention kernel)
+  bool key_mask = false; // a key mask (docs/NUMERICS.md "Key masks"): its SjKeyMask is the kernels' last argument
+  bool operator==(const Specialization&) const = default;  // every field: the JIT's module lookup compares all
 };
 
 // Which Specialization fields a kernel is compiled for; each becomes a define.
@@ -48,6 +50,7 @@ enum SpecField : unsigned {
   spec_causal = 1u << 2,     // SJ_CAUSAL
   spec_write_lse = 1u << 3,  // SJ_WRITE_LSE
   spec_v_format = 1u << 4,   // SJ_PV_FP16, SJ_V_PERMUTE
+  spec_key_mask = 1u << 5,   // SJ_KEY_MASK 1, defined only with a mask (a kernel without one renders as before masks)
 };
 
 // Sizes of one call, for launch geometry.
@@ -92,6 +95,12 @@ struct KernelDesc {
                              const ProblemShape& shape) = nullptr;
   // Attention kernels: how they read V for a complete config; null for other kernels.
   VInput (*v_input)(const TileConfig& config) = nullptr;
+  // The config a specialization runs when a tuning table chose `config` (complete): a variant that
+  // holds more live values than the tables' configs were chosen for narrows it (gfx12's key mask:
+  // 16 rows per wave). The tables hold one config per problem for every specialization; this says
+  // how a variant departs from it, once. Null: as chosen. Explicit configs are never narrowed (the
+  // resource check accepts or refuses them as they are).
+  TileConfig (*table_config_for)(const TileConfig& config, const Specialization& spec) = nullptr;
   // Kernels that take a second argument after their parameter struct (attention_sm90 with "tma": 1:
   // its tensor maps): writes it for one launch of a complete config into `out` (at most
   // kKernelExtraArgumentBytes, 64-byte aligned) from the launch's parameter struct `params`, and
@@ -108,6 +117,10 @@ struct KernelDesc {
   // fp8 PV accumulated straight into the rescaled O through the matrix instruction's C operand
   // (docs/NUMERICS.md step 7, one-level) instead of a fresh per-tile sum added to it (two-level).
   bool pv_into_output = false;
+  // The softmax in the fused form (docs/NUMERICS.md "Fused scores": the shifted running maximum, p
+  // from one fma of the integer dot product), and the row sum l over the quantized p (step 6).
+  bool fused_scores = false;
+  bool sum_quantized_p = false;
 };
 
 }  // namespace sagejit

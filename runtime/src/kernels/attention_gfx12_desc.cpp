@@ -18,7 +18,17 @@ std::string gfx12_resources(const TileConfig& config, const Specialization& spec
     return fmt::format("LDS {} B > {} B", figures.lds_bytes, gfx12_lds_limit_bytes);
   if (figures.vgpr_estimate > gfx12_vgpr_limit)
     return fmt::format("estimated {} VGPRs > {} (would spill to scratch)", figures.vgpr_estimate, gfx12_vgpr_limit);
+  if (spec.key_mask && config.at("rows_per_wave") > gfx12_key_mask_rows_per_wave)
+    return fmt::format("the key-mask variant runs at most {} rows per wave (at {} it spills to scratch)",
+                       gfx12_key_mask_rows_per_wave, config.at("rows_per_wave"));
   return {};
+}
+
+TileConfig gfx12_table_config_for(const TileConfig& config, const Specialization& spec) {
+  TileConfig fitted = config;
+  if (spec.key_mask && fitted.at("rows_per_wave") > gfx12_key_mask_rows_per_wave)
+    fitted["rows_per_wave"] = gfx12_key_mask_rows_per_wave;
+  return fitted;
 }
 
 LaunchGeometry gfx12_geometry(int, const TileConfig& config, const Specialization& spec, const ProblemShape& shape) {
@@ -72,7 +82,7 @@ extern const KernelDesc attention_gfx12_kernel{
     .source_path = "attention_gfx12.hip",
     .entries = {"sj_attention_gfx12"},
     .targets = {gfx12_targets},
-    .specialized_on = spec_head_dim | spec_dtype | spec_causal | spec_write_lse,
+    .specialized_on = spec_head_dim | spec_dtype | spec_causal | spec_write_lse | spec_key_mask,
     .params = {{"waves", {2, 4, 8}, 4, "SJ_WAVES"},
                {"rows_per_wave", {16, 32}, 32, "SJ_ROWS_PER_WAVE"},
                {"block_n", {32, 64}, 32, "SJ_BLOCK_N"},
@@ -80,7 +90,10 @@ extern const KernelDesc attention_gfx12_kernel{
     .check_resources = gfx12_resources,
     .geometry = gfx12_geometry,
     .v_input = [](const TileConfig&) { return VInput{false, VOrder::natural}; },  // fp8 V, keys in order
+    .table_config_for = gfx12_table_config_for,  // key masks: 16 rows per wave
     .pv_into_output = true,  // WMMA C operand = O (gfx12 accumulates fp8 products in fp32)
+    .fused_scores = true,     // one v_fma per score (and a non-saturating P convert needs its bound)
+    .sum_quantized_p = true,  // l by v_dot4_f32_fp8_fp8 over the packed P
 };
 
 }  // namespace sagejit

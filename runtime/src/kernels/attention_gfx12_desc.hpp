@@ -35,6 +35,12 @@ struct Gfx12AttentionFigures {
 
 Gfx12AttentionFigures gfx12_attention_figures(const Gfx12AttentionTile& tile, int head_dim);
 
+// Query rows per wave of the key-mask variant (SJ_KEY_MASK): its biased scores and the biases' selects
+// keep more values live per score than the unmasked fused form, and at 32 rows per wave hipRTC 6.4
+// spills (12-36 B of scratch) and exceeds the VGPR estimate. A table's config runs masked calls at
+// this many rows per wave (KernelDesc::table_config_for); the resource check refuses more.
+inline constexpr int gfx12_key_mask_rows_per_wave = 16;
+
 // Limits of one gfx12 workgroup that its resource check enforces.
 inline constexpr unsigned gfx12_lds_limit_bytes = 64 * 1024;
 inline constexpr int gfx12_vgpr_limit = 256;

@@ -56,7 +56,7 @@ extern const KernelDesc attention_sm80_kernel{
     .source_path = "attention_sm80.cu",
     .entries = {"sj_attention_sm80"},
     .targets = {{.vendor = Vendor::nvidia, .min_sm = 80}},
-    .specialized_on = spec_head_dim | spec_dtype | spec_causal | spec_write_lse,
+    .specialized_on = spec_head_dim | spec_dtype | spec_causal | spec_write_lse | spec_key_mask,
     .params = {{"warps", {2, 4, 8}, 4, "SJ_WARPS"},
                {"rows_per_warp", {16, 32}, 16, "SJ_ROWS_PER_WARP"},
                {"block_n", {32, 64, 128}, 64, "SJ_BLOCK_N"},

@@ -86,7 +86,7 @@ extern const KernelDesc attention_sm90_kernel{
     .entries = {"sj_attention_sm90"},
     // sm_90a code runs on sm_90 only: the "a" features do not carry over to later architectures.
     .targets = {{.vendor = Vendor::nvidia, .archs = {"sm_90", "sm_90a"}}},
-    .specialized_on = spec_head_dim | spec_dtype | spec_causal | spec_write_lse,
+    .specialized_on = spec_head_dim | spec_dtype | spec_causal | spec_write_lse | spec_key_mask,
     .params = {{"warps", {4, 8}, 4, "SJ_WARPS"},
                {"rows_per_warp", {16}, 16, ""},
                {"block_n", {64, 128}, 128, "SJ_BLOCK_N"},

@@ -36,7 +36,7 @@ extern const KernelDesc prepare_kernel{
     .source_path = "prepare.cu",
     .entries = {"sj_prepare_stats", "sj_prepare_finalize", "sj_prepare_quantize"},
     .targets = {{.vendor = Vendor::nvidia}, {.vendor = Vendor::amd}},
-    .specialized_on = spec_head_dim | spec_dtype | spec_v_format,
+    .specialized_on = spec_head_dim | spec_dtype | spec_v_format | spec_key_mask,
     .params = {{"threads", {128, 256}, 256, "SJ_PREPARE_THREADS"}},
     .geometry = prepare_geometry,
 };

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "numerics/host_tensor.hpp"
+#include "numerics/key_mask_view.hpp"
 #include "sagejit/types.hpp"
 
 namespace sagejit::numerics {
@@ -26,6 +27,12 @@ struct EmulatorOptions {
   // for fp8 PV, 1 for fp16 PV, as for an all-zero channel) and out holds only the head dim's columns.
   std::int64_t head_dim_pad = 0;
   bool pv_into_output = false;  // fp8 PV: one-level, into the rescaled o (gfx12), not per tile
+  // docs/NUMERICS.md "Fused scores" (gfx12): the running state is the shifted maximum and each p is
+  // exp2 of one fma from the integer dot product (common/online_softmax.h, sj_fused_arg).
+  bool fused_scores = false;
+  // fp8 PV: l sums the quantized p (e4m3(p), the weights the PV product uses), not the fp32 p (gfx12).
+  bool sum_quantized_p = false;
+  KeyMaskView key_mask;         // per (batch item, key), host memory; none by default
 };
 
 // Default softmax scale: float(1 / sqrt(double(head_dim))), as Python's head_dim**-0.5 passed as fp32.
@@ -54,6 +61,7 @@ struct PreparedTensors {
   std::vector<std::uint16_t> v16;    // fp16 PV: fp16 bits [B, Hk, D, Nk_pad]; empty for fp8 PV
   std::vector<float> v_scale;        // [B, Hk, D] (ones for fp16 PV)
   std::vector<float> lse_delta;      // [B, Hq, Nq] when return_lse && smooth_k, else empty
+  std::vector<float> key_bias;       // [B, Nk_pad] log2-domain key bias (-inf: masked) with a key mask, else empty
 
   std::int64_t gqa_ratio() const { return heads_q / heads_kv; }
 };

@@ -6,6 +6,7 @@
 
 #include "common/constants.h"
 #include "common/e4m3.h"
+#include "common/key_mask.h"
 #include "common/online_softmax.h"
 #include "core/error.hpp"
 #include "numerics/emulator.hpp"
@@ -50,6 +51,8 @@ struct RowContext {
   int block_n;
   bool causal;
   bool pv_into_output;
+  bool fused_scores;
+  bool sum_quantized_p;
 };
 
 // One query block of one (b, hq): rows [first, first + rows).
@@ -64,6 +67,7 @@ void attend_rows(const RowContext& c, std::int64_t b, std::int64_t hq, std::int6
   const float* k_scale = &p.k_scale[idx(kv_head * p.seq_kv_pad / SJ_QUANT_BLOCK)];
   const float* v_values = &c.v_values[idx(kv_head * p.seq_kv_pad * D)];
   const float* v_scale = &p.v_scale[idx(kv_head * D)];
+  const float* key_bias = p.key_bias.empty() ? nullptr : &p.key_bias[idx(b * p.seq_kv_pad)];
 
   std::vector<float> o(idx(D)), tile_o(idx(D)), s(idx(c.block_n)), pq(idx(c.block_n));
   std::vector<unsigned char> visible(idx(c.block_n));
@@ -80,22 +84,45 @@ void attend_rows(const RowContext& c, std::int64_t b, std::int64_t hq, std::int6
       bool any_visible = false;
       for (int j = 0; j < width; ++j) {
         const int key = tile + j;
-        visible[idx(j)] = sj_key_visible(row, key, static_cast<int>(p.seq_kv), c.causal);
+        visible[idx(j)] = sj_key_visible(row, key, static_cast<int>(p.seq_kv), c.causal) &&
+                          (key_bias == nullptr || sj_key_bias_valid(key_bias[key]));
         if (!visible[idx(j)]) continue;
-        s[idx(j)] = sj_score(dot_int8<kDim>(q8, &k8[idx(key * D)], D), q_scale, k_scale[key / SJ_QUANT_BLOCK]);
-        tile_max = std::max(tile_max, s[idx(j)]);
+        const int dot = dot_int8<kDim>(q8, &k8[idx(key * D)], D);
+        const float ks = k_scale[key / SJ_QUANT_BLOCK];
+        if (c.fused_scores && key_bias != nullptr) {
+          // Fused with a mask: s holds the biased score x, tile_max the largest x less P_OFFSET.
+          s[idx(j)] = sj_masked_fused_score(static_cast<float>(dot), q_scale, ks, key_bias[key]);
+          tile_max = std::fmax(tile_max, sj_masked_shifted_max(s[idx(j)]));
+        } else if (c.fused_scores) {
+          // Fused: s holds float(dot) (exact) and tile_max the largest shifted group maximum, per
+          // 32-key group (one K scale); fmax ignores the NaN of a NaN scale, as the kernel's v_max does.
+          s[idx(j)] = static_cast<float>(dot);
+          tile_max = std::fmax(tile_max, sj_shifted_group_max(s[idx(j)], q_scale, ks));
+        } else {
+          s[idx(j)] = sj_score(dot, q_scale, ks);
+          if (key_bias != nullptr) s[idx(j)] = sj_masked_score(s[idx(j)], key_bias[key]);
+          tile_max = std::max(tile_max, s[idx(j)]);
+        }
         any_visible = true;
       }
-      if (!any_visible) continue;  // a fully masked tile changes nothing
-      const float m_new = std::max(m, tile_max);
+      if (!any_visible) continue;  // a fully masked tile changes nothing (the kernels skip it)
+      // Fused: m is the shifted maximum, raised by sj_shifted_round_up (monotone: the kernel applies
+      // it per lane before the max over lanes, which gives the same value).
+      const float m_new = c.fused_scores ? std::fmax(m, sj_shifted_round_up(tile_max)) : std::max(m, tile_max);
       const float alpha = sj_rescale(m, m_new);
       float tile_sum = 0.0f;
       for (int j = 0; j < width; ++j) {
-        const float prob = visible[idx(j)] ? sj_prob(s[idx(j)], m_new) : 0.0f;
-        tile_sum += prob;
+        const int key = tile + j;
+        float prob = 0.0f;
+        if (visible[idx(j)])
+          prob = !c.fused_scores      ? sj_prob(s[idx(j)], m_new)
+                 : key_bias != nullptr ? sj_exp2(sj_masked_fused_arg(s[idx(j)], m_new))
+                                       : sj_exp2(sj_fused_arg(s[idx(j)], q_scale, k_scale[key / SJ_QUANT_BLOCK], m_new));
         pq[idx(j)] = p.pv_fp16 ? sj_f16_to_f32(sj_f32_to_f16(prob)) : sj_e4m3_decode(sj_e4m3_encode(prob));
+        // l accumulates the fp32 p, or (sum_quantized_p, fp8 PV) the e4m3 p the PV product uses
+        tile_sum += c.sum_quantized_p && !p.pv_fp16 ? pq[idx(j)] : prob;
       }
-      l = l * alpha + tile_sum;  // l accumulates the fp32 p, not its rounded value
+      l = l * alpha + tile_sum;
       if (p.pv_fp16 || c.pv_into_output) {
         // fp16 PV, and fp8 PV of kernels that accumulate through the C operand (gfx12): the
         // products go straight into the rescaled o. alpha == 1 leaves o as it is (the kernels skip it).
@@ -112,10 +139,11 @@ void attend_rows(const RowContext& c, std::int64_t b, std::int64_t hq, std::int6
       m = m_new;
     }
     for (std::int64_t d = 0; d < p.head_dim; ++d)  // padded channels are not written
-      c.out.data[c.out.offset(b, hq, i, d)] = sj_to_dtype(sj_output(o[idx(d)], l, v_scale[d]), dtype);
+      c.out.data[c.out.offset(b, hq, i, d)] = sj_to_dtype(
+          key_bias != nullptr ? sj_masked_output(o[idx(d)], l, v_scale[d]) : sj_output(o[idx(d)], l, v_scale[d]), dtype);
     if (c.lse) {
       const float delta = p.lse_delta.empty() ? 0.0f : p.lse_delta[idx(q_head * p.seq_q + i)];
-      c.lse[idx(q_head * p.seq_q + i)] = sj_lse(m, l, delta);
+      c.lse[idx(q_head * p.seq_q + i)] = c.fused_scores ? sj_lse_fused(m, l, delta) : sj_lse(m, l, delta);
     }
   }
 }
@@ -156,7 +184,8 @@ void check_consistent(const PreparedTensors& p, const EmulatorOptions& options) 
       p.k8.size() == idx(p.batch * p.heads_kv * p.seq_kv_pad * D) &&
       p.k_scale.size() == idx(p.batch * p.heads_kv * p.seq_kv_pad / SJ_QUANT_BLOCK) &&
       p.v_scale.size() == idx(p.batch * p.heads_kv * D) &&
-      (p.pv_fp16 ? p.v16.size() : p.v8.size()) == idx(p.batch * p.heads_kv * D * p.seq_kv_pad);
+      (p.pv_fp16 ? p.v16.size() : p.v8.size()) == idx(p.batch * p.heads_kv * D * p.seq_kv_pad) &&
+      (p.key_bias.empty() || p.key_bias.size() == idx(p.batch * p.seq_kv_pad));
   if (!sizes_ok) fail(ErrorCode::invalid_argument, "emulator: prepared workspaces have inconsistent sizes");
 }
 
@@ -178,7 +207,9 @@ void attention_into(const PreparedTensors& prepared, const EmulatorOptions& opti
     fail(ErrorCode::invalid_argument, "emulator: lse buffer must be given exactly when options.return_lse is set");
 
   const std::vector<float> v_values = decode_v(prepared);
-  const RowContext context{prepared, v_values, out_view, lse, options.block_n, options.causal, options.pv_into_output};
+  const RowContext context{prepared,       v_values,       out_view,
+                           lse,            options.block_n, options.causal,
+                           options.pv_into_output, options.fused_scores, options.sum_quantized_p};
   const std::int64_t blocks = (prepared.seq_q + kRowsPerItem - 1) / kRowsPerItem;
   const std::int64_t heads = prepared.batch * prepared.heads_q;
   // Largest (causal: latest) query blocks first so the dynamic schedule ends balanced.

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/constants.h"
+#include "common/key_mask.h"
 #include "common/quant.h"
 #include "core/error.hpp"
 #include "numerics/emulator.hpp"
@@ -24,32 +25,43 @@ void check_options(const EmulatorOptions& options) {
   if (std::isinf(options.sm_scale) || options.sm_scale == 0.0f)
     fail(ErrorCode::invalid_argument, "emulator: sm_scale {} must be finite and non-zero (NaN selects 1/sqrt(D))",
          options.sm_scale);
+  const KeyMaskView& mask = options.key_mask;
+  if (mask.kind < 0 || mask.kind > SJ_KEY_MASK_F16)
+    fail(ErrorCode::invalid_argument, "emulator: key_mask.kind {} is not 0 (none) or SJ_KEY_MASK_BOOL .. _F16 (1-4)",
+         mask.kind);
+  if (mask.present() && mask.data == nullptr) fail(ErrorCode::invalid_argument, "emulator: key_mask.data is null");
   if (options.head_dim_pad < 0)
     fail(ErrorCode::invalid_argument, "emulator: head_dim_pad {} must be >= 0 (0: no padding)", options.head_dim_pad);
 }
 
 // int8 blocks of 32 rows of x = transform(row, d) (docs/NUMERICS.md steps 3-5) for one head: rows of
 // head_dim_pad channels, where channels past head_dim are x = 0 (outside the amax, as the prepare
-// kernel does) and quantize to 0.
-template <typename Transform>
+// kernel does) and quantize to 0. Rows that are not row_valid (masked keys) are treated like rows
+// past the end: outside the amax, stored as 0.
+template <typename Transform, typename RowValid>
 void quantize_rows(std::int64_t rows, std::int64_t rows_pad, std::int64_t head_dim, std::int64_t head_dim_pad,
-                   Transform transform, std::int8_t* out8, float* out_scale) {
+                   Transform transform, RowValid row_valid, std::int8_t* out8, float* out_scale) {
   const std::int64_t D = head_dim_pad;
   std::vector<float> x(static_cast<std::size_t>(SJ_QUANT_BLOCK * D), 0.0f);
   for (std::int64_t first = 0; first < rows_pad; first += SJ_QUANT_BLOCK) {
     const std::int64_t valid = std::clamp<std::int64_t>(rows - first, 0, SJ_QUANT_BLOCK);
     float amax = 0.0f;
-    for (std::int64_t r = 0; r < valid; ++r)
+    std::vector<unsigned char> kept(SJ_QUANT_BLOCK, 0);
+    for (std::int64_t r = 0; r < valid; ++r) {
+      kept[static_cast<std::size_t>(r)] = row_valid(first + r) ? 1 : 0;
+      if (!kept[static_cast<std::size_t>(r)]) continue;
       for (std::int64_t d = 0; d < head_dim; ++d) {
         const float value = transform(first + r, d);
         x[static_cast<std::size_t>(r * D + d)] = value;
         amax = sj_amax_update(amax, value);
       }
+    }
     const float scale = sj_int8_scale(amax);
     out_scale[first / SJ_QUANT_BLOCK] = scale;
     for (std::int64_t r = 0; r < SJ_QUANT_BLOCK; ++r)
       for (std::int64_t d = 0; d < D; ++d)
-        out8[(first + r) * D + d] = r < valid ? sj_quantize_int8(x[static_cast<std::size_t>(r * D + d)], scale) : 0;
+        out8[(first + r) * D + d] =
+            r < valid && kept[static_cast<std::size_t>(r)] ? sj_quantize_int8(x[static_cast<std::size_t>(r * D + d)], scale) : 0;
   }
 }
 
@@ -109,37 +121,57 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
   const bool want_delta = options.return_lse && options.smooth_k;
   if (want_delta) p.lse_delta.assign(size(p.batch * p.heads_q * p.seq_q), 0.0f);
 
+  // The key mask as the log2-domain bias of every key (-inf past Nk), and which keys are valid.
+  const KeyMaskView& mask = options.key_mask;
+  if (mask.present()) {
+    p.key_bias.assign(size(p.batch * p.seq_kv_pad), sj_neg_inf());
+    for (std::int64_t b = 0; b < p.batch; ++b)
+      for (std::int64_t n = 0; n < p.seq_kv; ++n)
+        p.key_bias[size(b * p.seq_kv_pad + n)] = sj_key_bias(mask.data, mask.kind, b * mask.stride_batch + n * mask.stride_key);
+  }
+  const auto key_valid = [&](std::int64_t b, std::int64_t n) {
+    return !mask.present() || sj_key_bias_valid(p.key_bias[size(b * p.seq_kv_pad + n)]);
+  };
+
   // K mean, K and V per (b, hk).
   parallel_for(p.batch * p.heads_kv, [&](std::int64_t item) {
     const std::int64_t b = item / p.heads_kv, h = item % p.heads_kv;
     float* mean = &p.k_mean[size(item * D)];
     if (p.smooth_k) {
+      int valid_keys = 0;
+      for (std::int64_t n = 0; n < p.seq_kv; ++n) valid_keys += key_valid(b, n) ? 1 : 0;
       for (std::int64_t d = 0; d < D; ++d) {
         double sum = 0.0;  // a padded channel reads no token: sum 0, mean 0
         for (std::int64_t chunk = 0; d < channels && chunk < p.seq_kv; chunk += SJ_K_MEAN_CHUNK) {
           double partial = 0.0;
           const std::int64_t end = std::min<std::int64_t>(chunk + SJ_K_MEAN_CHUNK, p.seq_kv);
-          for (std::int64_t n = chunk; n < end; ++n) partial = sj_add_rn_f64(partial, kv.get(b, h, n, d));
+          for (std::int64_t n = chunk; n < end; ++n)
+            if (key_valid(b, n)) partial = sj_add_rn_f64(partial, kv.get(b, h, n, d));
           sum = sj_add_rn_f64(sum, partial);
         }
-        mean[d] = sj_k_mean(sum, static_cast<int>(p.seq_kv));
+        mean[d] = mask.present() ? sj_masked_k_mean(sum, valid_keys) : sj_k_mean(sum, static_cast<int>(p.seq_kv));
       }
     }
     quantize_rows(
         p.seq_kv, p.seq_kv_pad, channels, D, [&](std::int64_t n, std::int64_t d) { return sj_k_smooth(kv.get(b, h, n, d), mean[d]); },
-        &p.k8[size(item * p.seq_kv_pad * D)], &p.k_scale[size(item * p.seq_kv_pad / SJ_QUANT_BLOCK)]);
+        [&](std::int64_t n) { return key_valid(b, n); }, &p.k8[size(item * p.seq_kv_pad * D)],
+        &p.k_scale[size(item * p.seq_kv_pad / SJ_QUANT_BLOCK)]);
     for (std::int64_t d = 0; d < D; ++d) {
       const std::size_t base = size((item * D + d) * p.seq_kv_pad);
       const std::int64_t tokens = d < channels ? p.seq_kv : 0;  // a padded channel: amax 0, scale 0, codes 0
+      // A masked key is stored as a key past the end: code 0, outside the channel's amax.
       if (p.pv_fp16) {
-        for (std::int64_t n = 0; n < tokens; ++n) p.v16[base + size(n)] = sj_v_to_fp16(vv.get(b, h, n, d));
+        for (std::int64_t n = 0; n < tokens; ++n)
+          if (key_valid(b, n)) p.v16[base + size(n)] = sj_v_to_fp16(vv.get(b, h, n, d));
         continue;
       }
       float amax = 0.0f;
-      for (std::int64_t n = 0; n < tokens; ++n) amax = sj_amax_update(amax, vv.get(b, h, n, d));
+      for (std::int64_t n = 0; n < tokens; ++n)
+        if (key_valid(b, n)) amax = sj_amax_update(amax, vv.get(b, h, n, d));
       const float scale = sj_v_scale(amax);
       p.v_scale[size(item * D + d)] = scale;
-      for (std::int64_t n = 0; n < tokens; ++n) p.v8[base + size(n)] = sj_quantize_e4m3(vv.get(b, h, n, d), scale);
+      for (std::int64_t n = 0; n < tokens; ++n)
+        if (key_valid(b, n)) p.v8[base + size(n)] = sj_quantize_e4m3(vv.get(b, h, n, d), scale);
     }
   });
 
@@ -149,7 +181,7 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
     const std::int64_t b = item / p.heads_q, h = item % p.heads_q;
     quantize_rows(
         p.seq_q, p.seq_q_pad, channels, D, [&](std::int64_t n, std::int64_t d) { return sj_q_prescale(qv.get(b, h, n, d), p.q_mul); },
-        &p.q8[size(item * p.seq_q_pad * D)], &p.q_scale[size(item * p.seq_q_pad / SJ_QUANT_BLOCK)]);
+        [](std::int64_t) { return true; }, &p.q8[size(item * p.seq_q_pad * D)], &p.q_scale[size(item * p.seq_q_pad / SJ_QUANT_BLOCK)]);
     if (!want_delta) return;
     const float* mean = &p.k_mean[size((b * p.heads_kv + h / ratio) * D)];
     for (std::int64_t n = 0; n < p.seq_q; ++n) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/tile_config.hpp"
+#include "numerics/key_mask_view.hpp"
 #include "sagejit/types.hpp"
 
 namespace sagejit {
@@ -28,9 +29,16 @@ struct AttentionCall {
   bool smooth_k = true;
   float* lse = nullptr;       // fp32 [B, Hq, Nq] contiguous, or null
   bool want_lse = false;      // plan for an LSE output even before `lse` points anywhere
+  // Per (batch item, key), in device memory (docs/NUMERICS.md "Key masks"); kind 0: none. Its
+  // presence is a specialization of both kernels; its pointer and strides are per launch.
+  numerics::KeyMaskView key_mask;
   // Tile configs; an empty map means "ask the tuning tables".
   TileConfig attention_config;
   TileConfig prepare_config;
+  // attention_config is a tuning table's config (sagejit-precompile enumerates the tables' configs):
+  // the plan fits it to the call's specialization as it fits its own table choice
+  // (kernel_table_config), instead of taking it as it is.
+  bool attention_config_from_table = false;
 
   bool writes_lse() const { return lse != nullptr || want_lse; }
 };

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/key_mask.h"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "jit/kernel_config.hpp"
@@ -54,6 +55,30 @@ int kernel_head_dim_for(std::int64_t head_dim) {
   return padded;
 }
 
+void check_key_mask(const AttentionCall& call) {
+  const numerics::KeyMaskView& mask = call.key_mask;
+  if (mask.kind < 0 || mask.kind > SJ_KEY_MASK_F16)
+    fail(ErrorCode::invalid_argument, "key_mask kind {} is not one of {}", mask.kind, accepted_key_masks_text());
+  if (!mask.present()) return;
+  if (mask.data == nullptr) fail(ErrorCode::invalid_argument, "key_mask.data is null; pass the mask's pointer");
+  if (mask.stride_batch < 0 || mask.stride_key < 0)
+    fail(ErrorCode::invalid_argument, "key_mask strides (batch {}, key {}) must be >= 0", mask.stride_batch,
+         mask.stride_key);
+  // The kernels address the mask with 64-bit element offsets b * stride_batch + n * stride_key.
+  std::int64_t last = 0, term = 0;
+  if (__builtin_mul_overflow(mask.stride_batch, call.batch - 1, &last) ||
+      __builtin_mul_overflow(mask.stride_key, call.seq_kv - 1, &term) || __builtin_add_overflow(last, term, &last) ||
+      last > std::numeric_limits<std::int64_t>::max() / 4)
+    fail(ErrorCode::invalid_argument, "key_mask: element offsets (batch {} x stride {}, keys {} x stride {}) overflow",
+         call.batch, mask.stride_batch, call.seq_kv, mask.stride_key);
+}
+
+std::string accepted_key_masks_text() {
+  return "a key mask per (batch item, key): bool (True = attend) or an additive fp32, bf16 or fp16 bias, shaped "
+         "[B, Nk] or a view that broadcasts along heads and queries ([B, 1, 1, Nk], or [B, H, Nq, Nk] with stride "
+         "0 along H and Nq; B may be 1 to broadcast over the batch)";
+}
+
 void check_attention_call(const AttentionCall& call) {
   const auto positive = [](std::int64_t value, const char* name) {
     if (value < 1) fail(ErrorCode::invalid_argument, "attention: {} must be >= 1 (got {})", name, value);
@@ -72,6 +97,7 @@ void check_attention_call(const AttentionCall& call) {
          call.heads_kv);
   if (!std::isfinite(call.sm_scale) || call.sm_scale <= 0.0f)
     fail(ErrorCode::invalid_argument, "sm_scale {} is not finite and > 0", call.sm_scale);
+  check_key_mask(call);
   check_kernel_limits(call);
 }
 
@@ -97,11 +123,15 @@ AttentionPlan plan_attention(const AttentionCall& call, const Target& target) {
   plan.spec.head_dim = kernel_head_dim_for(call.head_dim);
   plan.spec.causal = call.causal;
   plan.spec.write_lse = call.writes_lse();
+  plan.spec.key_mask = call.key_mask.present();
 
   // The attention kernel first: it decides the V format prepare writes.
   const TileConfig attention = config_for(call, call.attention_config, "attention", target);
   plan.attention = &find_kernel("attention", target.full, attention);
-  plan.attention_config = checked_config(*plan.attention, kernel_config_of(*plan.attention, attention), plan.spec, target);
+  TileConfig fitted = kernel_config_of(*plan.attention, attention);
+  if (call.attention_config.empty() || call.attention_config_from_table)
+    fitted = kernel_table_config(*plan.attention, fitted, plan.spec);
+  plan.attention_config = checked_config(*plan.attention, fitted, plan.spec, target);
   plan.spec.v = kernel_v_input(*plan.attention, plan.attention_config);
 
   plan.prepare = &find_kernel("prepare", target.full);

@@ -48,9 +48,16 @@ std::string accepted_head_dims_text();
 // check_head_dim.
 int kernel_head_dim_for(std::int64_t head_dim);
 
-// Checks the sizes, dtype, head dim, GQA ratio, sm_scale and the kernels' index limits of a call (no
-// pointers): Error(invalid_argument | unsupported) naming the field and the accepted values.
+// Checks the sizes, dtype, head dim, GQA ratio, sm_scale, key mask and the kernels' index limits of a
+// call (no pointers but the mask's null test): Error(invalid_argument | unsupported) naming the field
+// and the accepted values.
 void check_attention_call(const AttentionCall& call);
+
+// The key mask of a call (docs/NUMERICS.md "Key masks"): its kind, a pointer when present, strides
+// >= 0 whose offsets stay in 64 bits. Error(invalid_argument) naming key_mask; part of check_attention_call.
+void check_key_mask(const AttentionCall& call);
+// The key masks a call may carry, for the messages of every layer that rejects a mask.
+std::string accepted_key_masks_text();
 
 // Plans `call` for `target` ("sm_90", "gfx1201:xnack-"). Throws like check_attention_call, and
 // Error(unsupported) when the target has no kernels or a config does not fit (with the reason).

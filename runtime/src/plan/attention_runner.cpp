@@ -43,12 +43,16 @@ void set_strides(const RowStrides& strides, long long& batch, long long& head, l
   token = strides.token;
 }
 
+// The kernel's arguments: its parameter struct, the descriptor's extra argument (if this config takes
+// one), then the key mask (if the plan has one: kernel_src/common/params.h SjKeyMask).
 void launch(Device& device, int ordinal, const LoadedKernel& kernel, const KernelDesc& desc, int entry,
-            const TileConfig& config, const AttentionPlan& plan, Stream stream, void* params) {
+            const TileConfig& config, const AttentionPlan& plan, Stream stream, void* params, SjKeyMask* key_mask) {
   alignas(64) std::byte extra[kKernelExtraArgumentBytes];  // the descriptor's second argument, if any
-  void* args[] = {params, extra};
-  if (desc.extra_argument == nullptr || desc.extra_argument(device, config, plan.spec, params, extra) == 0)
-    args[1] = nullptr;
+  void* args[] = {params, nullptr, nullptr};
+  int count = 1;
+  if (desc.extra_argument != nullptr && desc.extra_argument(device, config, plan.spec, params, extra) != 0)
+    args[count++] = extra;
+  if (plan.spec.key_mask) args[count++] = key_mask;
   device.launch(ordinal, kernel.functions.at(static_cast<std::size_t>(entry)),
                 kernel_geometry(desc, entry, config, plan.spec, plan.shape), stream, args);
 }
@@ -94,14 +98,26 @@ void launch_attention(Device& device, int ordinal, const AttentionPlan& plan, co
   pp.smooth_k = plan.smooth_k ? 1 : 0;
   pp.want_lse_delta = plan.spec.write_lse && plan.smooth_k ? 1 : 0;
   set_shared_sections(pp, sections);
+  if (plan.spec.key_mask != call.key_mask.present())  // the kernels take the mask argument exactly when planned
+    fail(ErrorCode::invalid_argument, "run_attention: the plan was made {} a key mask but the call has {}",
+         plan.spec.key_mask ? "with" : "without", call.key_mask.present() ? "one" : "none");
+  SjKeyMask key_mask{};
+  if (plan.spec.key_mask) {
+    key_mask.mask = call.key_mask.data;
+    key_mask.stride_b = call.key_mask.stride_batch;
+    key_mask.stride_n = call.key_mask.stride_key;
+    key_mask.kind = call.key_mask.kind;
+    key_mask.key_bias = sections.key_bias.data();
+    key_mask.valid_keys_partial = sections.valid_keys_partial.data();  // null without smoothing
+  }
   pp.k_mean = sections.k_mean.data();
   pp.k_mean_partial = sections.k_mean_partial.data();  // null without smoothing
   pp.v_amax_partial = sections.v_amax_partial.data();  // null for fp16 PV
 
   // stats (only when there is a K mean or a V amax to gather), finalize, quantize.
-  if (plan.gather_stats()) launch(device, ordinal, prepare, *plan.prepare, 0, plan.prepare_config, plan, stream, &pp);
-  launch(device, ordinal, prepare, *plan.prepare, 1, plan.prepare_config, plan, stream, &pp);
-  launch(device, ordinal, prepare, *plan.prepare, 2, plan.prepare_config, plan, stream, &pp);
+  if (plan.gather_stats()) launch(device, ordinal, prepare, *plan.prepare, 0, plan.prepare_config, plan, stream, &pp, &key_mask);
+  launch(device, ordinal, prepare, *plan.prepare, 1, plan.prepare_config, plan, stream, &pp, &key_mask);
+  launch(device, ordinal, prepare, *plan.prepare, 2, plan.prepare_config, plan, stream, &pp, &key_mask);
 
   SjAttentionParams ap{};
   set_shared_sections(ap, sections);
@@ -111,7 +127,7 @@ void launch_attention(Device& device, int ordinal, const AttentionPlan& plan, co
   set_sizes(ap, plan);
   ap.gqa_ratio = shape.heads_q / shape.heads_kv;
   ap.causal = plan.spec.causal ? 1 : 0;
-  launch(device, ordinal, attention, *plan.attention, 0, plan.attention_config, plan, stream, &ap);
+  launch(device, ordinal, attention, *plan.attention, 0, plan.attention_config, plan, stream, &ap, &key_mask);
 }
 
 void run_attention(Device& device, int ordinal, const AttentionPlan& plan, const AttentionCall& call, void* workspace,

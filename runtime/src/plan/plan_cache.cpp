@@ -19,7 +19,8 @@ struct SignatureRef {
   std::int64_t batch, heads_q, heads_kv, seq_q, seq_kv, head_dim;
   DType dtype;
   std::uint32_t sm_scale_bits;  // bits: a plan for one scale is not another's (NaN never plans)
-  bool causal, smooth_k, writes_lse;
+  bool causal, smooth_k, writes_lse, key_mask;  // key_mask: whether there is one (its pointer and strides do not plan)
+  bool config_from_table;                       // AttentionCall::attention_config_from_table
   const TileConfig* attention_config;
   const TileConfig* prepare_config;
   std::string_view target;
@@ -28,7 +29,8 @@ struct SignatureRef {
     return batch == other.batch && heads_q == other.heads_q && heads_kv == other.heads_kv && seq_q == other.seq_q &&
            seq_kv == other.seq_kv && head_dim == other.head_dim && dtype == other.dtype &&
            sm_scale_bits == other.sm_scale_bits && causal == other.causal && smooth_k == other.smooth_k &&
-           writes_lse == other.writes_lse && *attention_config == *other.attention_config &&
+           writes_lse == other.writes_lse && key_mask == other.key_mask &&
+           config_from_table == other.config_from_table && *attention_config == *other.attention_config &&
            *prepare_config == *other.prepare_config && target == other.target;
   }
 };
@@ -38,8 +40,8 @@ SignatureRef signature_of(const AttentionCall& call, const TileConfig& attention
   return {call.batch,       call.heads_q,   call.heads_kv,
           call.seq_q,       call.seq_kv,    call.head_dim,
           call.dtype,       std::bit_cast<std::uint32_t>(call.sm_scale),
-          call.causal,      call.smooth_k,  call.writes_lse(),
-          &attention_config, &prepare_config, target};
+          call.causal,      call.smooth_k,  call.writes_lse(), call.key_mask.present(),
+          call.attention_config_from_table, &attention_config, &prepare_config, target};
 }
 
 struct SignatureHash {
@@ -50,7 +52,8 @@ struct SignatureHash {
       mix(std::hash<std::int64_t>{}(value));
     mix(static_cast<std::size_t>(s.dtype));
     mix(s.sm_scale_bits);
-    mix((s.causal ? 1u : 0u) | (s.smooth_k ? 2u : 0u) | (s.writes_lse ? 4u : 0u));
+    mix((s.causal ? 1u : 0u) | (s.smooth_k ? 2u : 0u) | (s.writes_lse ? 4u : 0u) | (s.key_mask ? 8u : 0u) |
+        (s.config_from_table ? 16u : 0u));
     for (const TileConfig* config : {s.attention_config, s.prepare_config})
       for (const auto& [name, value] : *config) {
         mix(std::hash<std::string>{}(name));

@@ -52,6 +52,9 @@ WorkspaceLayout workspace_layout(const AttentionCall& call, const VInput& v) {
   layout.v_quant = cursor.add(bk * d * layout.seq_kv_pad, pv_fp16 ? 2 : 1);
   layout.v_scale = cursor.add(bk * d, 4);
   layout.lse_delta = cursor.add(lse && smooth_k ? bq * call.seq_q : 0, 4);
+  const bool masked = call.key_mask.present();
+  layout.key_bias = cursor.add(masked ? call.batch * layout.seq_kv_pad : 0, 4);
+  layout.valid_keys_partial = cursor.add(masked && smooth_k ? call.batch * layout.chunks : 0, 4);
   layout.total_bytes = cursor.size();
   return layout;
 }
@@ -80,6 +83,8 @@ WorkspaceSpans workspace_spans(const WorkspaceLayout& layout, std::byte* base) {
       .v8 = span_at<std::uint8_t>(base, layout.v_fp16 ? no_section : layout.v_quant),
       .v_scale = span_at<float>(base, layout.v_scale),
       .lse_delta = span_at<float>(base, layout.lse_delta),
+      .key_bias = span_at<float>(base, layout.key_bias),
+      .valid_keys_partial = span_at<std::int32_t>(base, layout.valid_keys_partial),
   };
 }
 

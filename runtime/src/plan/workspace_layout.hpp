@@ -26,6 +26,9 @@ struct WorkspaceLayout {
   std::int64_t seq_q_pad = 0, seq_kv_pad = 0, chunks = 0;  // chunks: K-mean chunks (sj_k_mean_chunks)
   bool v_fp16 = false;  // v_quant holds fp16 values (2 bytes each), else e4m3 codes (1 byte)
   WorkspaceSection q8, q_scale, k8, k_scale, k_mean, k_mean_partial, v_amax_partial, v_quant, v_scale, lse_delta;
+  // With a key mask (docs/NUMERICS.md "Key masks"): the log2-domain bias of every key, fp32 [B, Nk_pad],
+  // and (with smoothing) the valid keys of every K-mean chunk, int32 [B, chunks].
+  WorkspaceSection key_bias, valid_keys_partial;
   std::size_t total_bytes = 0;
 };
 
@@ -42,6 +45,8 @@ struct WorkspaceSpans {
   std::span<std::uint16_t> v16;
   std::span<std::uint8_t> v8;
   std::span<float> v_scale, lse_delta;
+  std::span<float> key_bias;
+  std::span<std::int32_t> valid_keys_partial;
 };
 
 WorkspaceSpans workspace_spans(const WorkspaceLayout& layout, std::byte* base);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/key_mask.h"
 #include "core/error.hpp"
 #include "numerics/emulator.hpp"
 #include "numerics/parallel.hpp"
@@ -33,7 +34,7 @@ std::size_t idx(std::int64_t i) { return static_cast<std::size_t>(i); }
 }  // namespace
 
 ReferenceResult reference_attention(const TensorView& q, const TensorView& k, const TensorView& v, Layout layout,
-                                    bool causal, float sm_scale) {
+                                    bool causal, float sm_scale, const KeyMaskView& key_mask) {
   const HostView qv = HostView::from(q, layout, "q");
   const HostView kv = HostView::from(k, layout, "k");
   const HostView vv = HostView::from(v, layout, "v");
@@ -60,6 +61,24 @@ ReferenceResult reference_attention(const TensorView& q, const TensorView& k, co
       }
   });
 
+  // The mask's bias per (b, key) in natural-log units, in double; -inf drops the key.
+  std::vector<double> bias;
+  if (key_mask.present()) {
+    bias.assign(idx(B * Nk), 0.0);
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t n = 0; n < Nk; ++n) {
+        const std::int64_t offset = b * key_mask.stride_batch + n * key_mask.stride_key;
+        double value = 0.0;
+        if (key_mask.kind == SJ_KEY_MASK_BOOL)
+          value = static_cast<const unsigned char*>(key_mask.data)[offset] != 0 ? 0.0 : -std::numeric_limits<double>::infinity();
+        else if (key_mask.kind == SJ_KEY_MASK_F32)
+          value = static_cast<const float*>(key_mask.data)[offset];
+        else
+          value = sj_from_dtype(static_cast<const std::uint16_t*>(key_mask.data)[offset], key_mask.kind == SJ_KEY_MASK_BF16 ? 0 : 1);
+        bias[idx(b * Nk + n)] = value;
+      }
+  }
+
   ReferenceResult result;
   result.dims = Dims{B, Hq, Nq, D};
   result.out.assign(idx(B * Hq * Nq * D), 0.0);
@@ -80,17 +99,23 @@ ReferenceResult reference_attention(const TensorView& q, const TensorView& k, co
         const double* row = kt + d * Nk_lanes;
         for (std::int64_t j0 = 0; j0 < key_lanes; j0 += kLanes) axpy_lanes(&s[idx(j0)], qd, row + j0);
       }
+      if (!bias.empty())
+        for (std::int64_t j = 0; j < keys; ++j) s[idx(j)] += bias[idx(b * Nk + j)];
       double m = -std::numeric_limits<double>::infinity();
       for (std::int64_t j = 0; j < keys; ++j) m = std::max(m, s[idx(j)]);
       double sum = 0.0;
       std::fill(o.begin(), o.end(), 0.0);
+      const std::int64_t row = (b * Hq + hq) * Nq + i;
+      if (m == -std::numeric_limits<double>::infinity()) {  // no key left: torch's math SDPA gives 0
+        result.lse[idx(row)] = m;
+        continue;
+      }
       for (std::int64_t j = 0; j < keys; ++j) {
         const double weight = std::exp(s[idx(j)] - m);
         sum += weight;
         const double* vrow = vh + j * D_lanes;
         for (std::int64_t d0 = 0; d0 < D_lanes; d0 += kLanes) axpy_lanes(&o[idx(d0)], weight, vrow + d0);
       }
-      const std::int64_t row = (b * Hq + hq) * Nq + i;
       for (std::int64_t d = 0; d < D; ++d) result.out[idx(row * D + d)] = o[idx(d)] / sum;
       result.lse[idx(row)] = m + std::log(sum);
     }

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "numerics/emulator.hpp"
 #include "numerics/host_tensor.hpp"
 #include "sagejit/types.hpp"
 
@@ -18,8 +19,12 @@ struct ReferenceResult {
 };
 
 // q: [B, Hq, Nq, D], k/v: [B, Hk, Nk, D] in `layout` (any strides, bf16/fp16), Hq % Hk == 0.
-// sm_scale NaN selects default_sm_scale(D) (the emulator's default, as an fp32 value).
+// sm_scale NaN selects default_sm_scale(D) (the emulator's default, as an fp32 value). A key mask
+// (torch SDPA's attn_mask of shape [B, 1, 1, Nk]): a boolean one drops the keys it marks false, an
+// additive one adds double(bias) to the scaled scores (a -inf bias drops the key); a row left with
+// no key gives 0 and an LSE of -inf (torch's math SDPA).
 ReferenceResult reference_attention(const TensorView& q, const TensorView& k, const TensorView& v, Layout layout,
-                                    bool causal, float sm_scale = std::numeric_limits<float>::quiet_NaN());
+                                    bool causal, float sm_scale = std::numeric_limits<float>::quiet_NaN(),
+                                    const KeyMaskView& key_mask = {});
 
 }  // namespace sagejit::numerics

@@ -11,7 +11,7 @@
 namespace sagejit::numerics {
 
 struct WorkspaceMismatch {
-  std::string buffer;       // "q8", "q_scale", "k8", "k_scale", "k_mean", "v8", "v16", "v_scale", "lse_delta"
+  std::string buffer;       // "q8", "q_scale", "k8", "k_scale", "k_mean", "v8", "v16", "v_scale", "lse_delta", "key_bias"
   std::size_t index = 0;    // flat element index in the buffer's documented layout
   std::string coordinates;  // e.g. "[b=0, h=3, n=130, d=7]"
   std::string expected, actual;  // values (and bit patterns for floats)

@@ -1,0 +1,72 @@
+// The key mask of docs/NUMERICS.md ("Key masks"), written once for the prepare kernels, the attention
+// kernels and the CPU emulator: a mask per (batch item, key), boolean (nonzero = attend, torch SDPA's
+// convention) or an additive bias (fp32, bf16 or fp16) in natural-log units, read from the caller's
+// tensor at element offset b * stride_b + n * stride_n. Prepare turns it into the log2-domain bias of
+// each key (the workspace section key_bias, [B, Nk_pad]); a key whose bias is -inf is masked, and
+// every stage treats a masked key like a key past Nk (outside the K mean, the K and V scales, the
+// softmax). Kernels see the mask only when compiled with SJ_KEY_MASK 1; without it nothing here is used.
+#pragma once
+
+#include "common/constants.h"
+#include "common/online_softmax.h"
+#include "common/prelude.h"
+#include "common/quant.h"
+
+// SjKeyMask::kind: the element type of the caller's mask (the C ABI's sagejit_mask_type values).
+#define SJ_KEY_MASK_BOOL 1  // 1 byte, nonzero = attend
+#define SJ_KEY_MASK_F32 2   // additive fp32
+#define SJ_KEY_MASK_BF16 3  // additive bf16
+#define SJ_KEY_MASK_F16 4   // additive fp16
+
+// The log2-domain bias of key n of batch item b: 0 or -inf for a boolean mask, float(bias) * log2(e)
+// (one fp32 multiply by float(LOG2E)) for an additive one. A bias of -inf, or one so negative that
+// the product overflows (|bias| > ~2.36e38, e.g. torch.finfo(torch.float32).min), masks the key.
+SJ_HOST_DEVICE float sj_key_bias(const void* mask, int kind, sj_i64 offset) {
+  if (kind == SJ_KEY_MASK_BOOL) return ((const sj_u8*)mask)[offset] != 0 ? 0.0f : sj_neg_inf();
+  float bias;
+  if (kind == SJ_KEY_MASK_F32)
+    bias = ((const float*)mask)[offset];
+  else
+    bias = sj_from_dtype(((const sj_u16*)mask)[offset], kind == SJ_KEY_MASK_BF16 ? 0 : 1);
+  const float log2e = (float)SJ_LOG2E;
+#if defined(SJ_NVIDIA) && defined(__CUDA_ARCH__)
+  return __fmul_rn(bias, log2e);
+#else
+  return bias * log2e;
+#endif
+}
+
+// A key takes part (in the K mean, the scales and the softmax) unless its bias is -inf. NaN biases
+// take part (and make the rows that see them NaN, as in SDPA).
+SJ_HOST_DEVICE bool sj_key_bias_valid(float bias) { return bias != sj_neg_inf(); }
+
+// Step 1 with a mask: the dequantized score plus the key's bias (one fp32 add). A masked key's K row
+// is 0, so its score is 0 * scale + -inf = -inf unless its block's scale is non-finite (a non-finite
+// input of another key of the block): then NaN, which spreads as docs/NUMERICS.md's non-finite table
+// says for that block. The emulator leaves masked keys out before this (they are not visible).
+SJ_HOST_DEVICE float sj_masked_score(float score, float bias) { return score + bias; }
+
+// The fused form with a mask (gfx12, docs/NUMERICS.md "Key masks"): the biased score
+// x = fma(float(dot), sq*sk, bias), one rounding (x of a masked key is -inf). The running state c is
+// sj_shifted_round_up of the largest x less P_OFFSET (sj_masked_shifted_max), and p = exp2(x - c):
+// x <= max x and c >= (max x) - P_OFFSET exactly, so x - c <= P_OFFSET holds exactly for any bias
+// and score magnitude, as in the unmasked fused form (whose argument, one fma from the dot, has no
+// room for a per-key bias without a rounding that the bound does not survive).
+SJ_HOST_DEVICE float sj_masked_fused_score(float dot, float q_scale, float k_scale, float bias) {
+  return sj_fma(dot, q_scale * k_scale, bias);
+}
+SJ_HOST_DEVICE float sj_masked_shifted_max(float x_max) { return x_max - SJ_P_OFFSET; }
+// A row without a valid key yet has c = -inf: its x are -inf too, and x - 0 gives p = 0, not NaN.
+SJ_HOST_DEVICE float sj_masked_fused_arg(float x, float c_new) { return x - (c_new == sj_neg_inf() ? 0.0f : c_new); }
+
+// Step 8 with a mask: a row that saw no valid key (l == 0: every key it may see is masked) gives 0,
+// as torch SDPA's math gives for a fully masked row; any other row is sj_output's (acc / l) * sv.
+SJ_HOST_DEVICE float sj_masked_output(float acc, float l, float v_scale) {
+  return l == 0.0f ? 0.0f : sj_output(acc, l, v_scale);
+}
+
+// The K mean over the valid keys of a batch item: sj_k_mean of their fp64 sum and count; 0 when no
+// key is valid (nothing to subtract; no 0 / 0).
+SJ_HOST_DEVICE float sj_masked_k_mean(double sum, int valid_keys) {
+  return valid_keys == 0 ? 0.0f : sj_k_mean(sum, valid_keys);
+}

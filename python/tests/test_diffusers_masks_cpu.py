@@ -1,0 +1,154 @@
+"""Key-padding masks through the diffusers backend "sagejit" and patch_sdpa() on CPU tensors (the
+library's emulator), with tiny HunyuanVideo and LTX-Video transformers (random weights): the masked
+calls are routed to sagejit, counted, not only outputs that agree with diffusers' native backend.
+
+HunyuanVideo's joint blocks pass a bool [B, 1, 1, N] text-padding mask: routed. Its token refiner
+calls torch SDPA itself with a mask materialized per query and head: under patch_sdpa() a counted
+fallback.
+LTX-Video's cross-attention passes (1 - mask) * -10000 repeated per head in memory by
+prepare_attention_mask ([B, H, 1, N], varies along the heads in its strides): counted fallback
+(sagejit cannot know the copies are equal without reading them); the same additive mask as
+[B, 1, 1, N] is routed (test below)."""
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("diffusers")
+
+import sagejit  # noqa: E402
+import sagejit.attention  # noqa: E402
+import sagejit.integrations.diffusers as sj_diffusers  # noqa: E402
+from diffusers.models.attention_dispatch import (  # noqa: E402
+    AttentionBackendName, _AttentionBackendRegistry, dispatch_attention_fn)
+
+import diffusers_models as dm  # noqa: E402
+
+MIN_COSINE_MODEL = 0.999
+
+
+@pytest.fixture(autouse=True)
+def _emulated(emulated_integration):
+    emulated_integration(sj_diffusers)
+    yield
+    _AttentionBackendRegistry.set_active_backend(AttentionBackendName.NATIVE)
+
+
+@pytest.fixture
+def masked_calls(monkeypatch):
+    """Counts the sageattn calls that carry a mask (what the routers hand to sagejit)."""
+    seen = {"masked": 0, "unmasked": 0}
+    original = sagejit.attention.sageattn
+
+    def counting(*args, attn_mask=None, **kwargs):
+        seen["masked" if attn_mask is not None else "unmasked"] += 1
+        return original(*args, attn_mask=attn_mask, **kwargs)
+
+    monkeypatch.setattr(sagejit.attention, "sageattn", counting)
+    return seen
+
+
+def _unit_gain(model):
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):
+            torch.nn.init.normal_(module.weight, std=module.in_features ** -0.5)
+            if module.bias is not None:
+                torch.nn.init.zeros_(module.bias)
+    return model.to(torch.bfloat16).eval()
+
+
+def _hunyuan(seed):
+    from diffusers import HunyuanVideoTransformer3DModel
+
+    torch.manual_seed(seed)
+    model = HunyuanVideoTransformer3DModel(
+        in_channels=4, out_channels=4, num_attention_heads=2, attention_head_dim=64, num_layers=1,
+        num_single_layers=1, num_refiner_layers=1, patch_size=2, patch_size_t=1, guidance_embeds=False,
+        text_embed_dim=32, pooled_projection_dim=32, rope_axes_dim=(16, 24, 24))
+    g = torch.Generator().manual_seed(seed + 1)
+    text_mask = torch.ones(2, 12, dtype=torch.long)
+    text_mask[1, 7:] = 0  # batch item 1: 5 padding text tokens
+    inputs = dict(hidden_states=torch.randn(2, 4, 2, 8, 8, generator=g).to(torch.bfloat16),
+                  timestep=torch.tensor([500.0, 500.0]),
+                  encoder_hidden_states=torch.randn(2, 12, 32, generator=g).to(torch.bfloat16),
+                  encoder_attention_mask=text_mask,
+                  pooled_projections=torch.randn(2, 32, generator=g).to(torch.bfloat16))
+    return _unit_gain(model), inputs
+
+
+def _ltx(seed):
+    from diffusers import LTXVideoTransformer3DModel
+
+    torch.manual_seed(seed)
+    model = LTXVideoTransformer3DModel(in_channels=8, out_channels=8, num_attention_heads=2, attention_head_dim=64,
+                                       cross_attention_dim=128, num_layers=1, caption_channels=32)
+    g = torch.Generator().manual_seed(seed + 1)
+    text_mask = torch.ones(2, 10, dtype=torch.long)
+    text_mask[0, 6:] = 0
+    inputs = dict(hidden_states=torch.randn(2, 2 * 4 * 4, 8, generator=g).to(torch.bfloat16),
+                  encoder_hidden_states=torch.randn(2, 10, 32, generator=g).to(torch.bfloat16),
+                  timestep=torch.tensor([500, 500]), encoder_attention_mask=text_mask, num_frames=2, height=4,
+                  width=4)
+    return _unit_gain(model), inputs
+
+
+def _run(model, inputs, backend):
+    model.set_attention_backend(backend)
+    with torch.no_grad():
+        return model(**inputs, return_dict=False)[0].float()
+
+
+def test_hunyuan_video_padding_masks_are_routed(seed, masked_calls):
+    model, inputs = _hunyuan(seed)
+    native = _run(model, inputs, "native")
+    sj_diffusers.reset_counters()
+    ours = _run(model, inputs, "sagejit")
+    counters = sj_diffusers.counters()
+    print("HunyuanVideo tiny:", counters, masked_calls, f"cosine {dm.cosine(ours, native):.6f}")
+    # The joint (dual-stream) and single-stream blocks: one masked call each, routed; nothing falls back
+    # (the token refiner calls torch SDPA itself, not diffusers' dispatch: patch_sdpa's test below).
+    assert masked_calls == {"masked": 2, "unmasked": 0}
+    assert counters == {"routed": 2, "fallback": 0, "fallback_reasons": {}}, counters
+    assert dm.cosine(ours, native) > MIN_COSINE_MODEL
+    assert not torch.equal(ours, native)
+
+
+def test_ltx_video_cross_attention_masks_are_counted(seed, masked_calls):
+    model, inputs = _ltx(seed)
+    native = _run(model, inputs, "native")
+    sj_diffusers.reset_counters()
+    ours = _run(model, inputs, "sagejit")
+    counters = sj_diffusers.counters()
+    print("LTX-Video tiny:", counters, masked_calls, f"cosine {dm.cosine(ours, native):.6f}")
+    assert counters["routed"] >= 1  # the self-attention
+    assert counters["fallback_reasons"] == {"attn_mask: varies along the heads": counters["fallback"]}, counters
+    assert dm.cosine(ours, native) > MIN_COSINE_MODEL
+
+
+def test_diffusers_key_masks_of_every_accepted_shape_are_routed(seed, masked_calls):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(2, 40, 2, 64, generator=g).to(torch.bfloat16) for _ in range(3))
+    keep = torch.ones(2, 40, dtype=torch.bool)
+    keep[0, 25:] = False
+    ltx_bias = ((~keep).float() * -10000.0).to(torch.bfloat16)
+    masks = [keep, keep[:, None, None, :], ltx_bias[:, None, None, :], keep[:, None, None, :].expand(2, 2, 40, 40)]
+    native = _AttentionBackendRegistry._backends[AttentionBackendName.NATIVE]
+    for mask in masks:
+        out = dispatch_attention_fn(q, k, v, attn_mask=mask, backend="sagejit")
+        expected = native(query=q.float(), key=k.float(), value=v.float(),
+                          attn_mask=mask if mask.dtype == torch.bool else mask.float())
+        assert dm.cosine(out, expected) > 0.998
+    assert sj_diffusers.counters() == {"routed": 4, "fallback": 0, "fallback_reasons": {}}
+    assert masked_calls["masked"] == 4
+
+
+def test_patch_sdpa_routes_hunyuan_video_padding_masks(seed, masked_calls):
+    model, inputs = _hunyuan(seed)
+    native = _run(model, inputs, "native")
+    sagejit.reset_sdpa_counters()
+    with sagejit.patch_sdpa(cpu=True), torch.no_grad():
+        ours = model(**inputs, return_dict=False)[0].float()
+    counters = sagejit.sdpa_counters()
+    print("HunyuanVideo tiny, patch_sdpa:", counters, masked_calls)
+    assert masked_calls == {"masked": 2, "unmasked": 0}
+    # The token refiner's mask, per query and repeated per head in memory, is the one fallback.
+    assert counters == {"routed": 2, "fallback": 1, "fallback_reasons": {"attn_mask: varies along the heads": 1}}
+    assert dm.cosine(ours, native) > MIN_COSINE_MODEL
