@@ -63,10 +63,12 @@ if [[ ${SANITIZE:-1} == 1 ]]; then
 fi
 
 if [[ ${NCU:-0} == 1 ]]; then
+  ncu_idx=" ${NCU_IDX:-0 1} "
   i=0
   for c in "${configs[@]}"; do
     [[ $c == --config ]] && continue
-    name=c$((i++))
+    name=c$i; i=$((i + 1))
+    [[ $ncu_idx == *" ${name#c} "* ]] || continue
     timeout "$limit" ncu --clock-control none -k regex:sj_attention -c 1 --section SpeedOfLight --section Occupancy \
       --section WarpStateStats --section InstructionStats --section ComputeWorkloadAnalysis \
       --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_tensor_op_gmma.sum \

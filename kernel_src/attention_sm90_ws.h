@@ -27,8 +27,8 @@
 #define SJ_WS_CONSUMER_REGS 240
 #endif
 
-#if !SJ_TMA || SJ_WARPS != 8
-#error "the warp-specialized sm_90 kernel loads with tensor copies (SJ_TMA 1) into two consumer warpgroups (SJ_WARPS 8)"
+#if !SJ_TMA || SJ_WARPS != 8 || (SJ_WS == 2 && SJ_BLOCK_N != 128)
+#error "the warp-specialized sm_90 kernel loads with tensor copies (SJ_TMA 1) into two consumer warpgroups (SJ_WARPS 8); ping-pong (SJ_WS 2) needs SJ_BLOCK_N 128"
 #endif
 
 extern "C" __global__ void __launch_bounds__(SJ_WS_THREADS, 1)
@@ -134,9 +134,23 @@ extern "C" __global__ void __launch_bounds__(SJ_WS_THREADS, 1)
   };
   const auto k_smem_of = [&](int tile) { return stages_smem + (tile % SJ_STAGES) * SJ_STAGE_BYTES; };
 
+  // SJ_WS 2, ping-pong: the two consumer warpgroups take turns to issue their GEMMs (named barriers
+  // 3 + wg, each completed by the other warpgroup's arrival), so one's GEMMs run while the other's
+  // softmax does. Both issue wg_tiles + 1 times (equal counts: the descriptor allows ping-pong only
+  // with 128-key tiles, where both warpgroups see the same tiles); warpgroup 1 hands the first turn
+  // to warpgroup 0, and warpgroup 0 takes warpgroup 1's last hand-over at the end.
+  const auto my_turn = [&] {
+    if (SJ_WS == 2) sj_named_barrier(3 + wg, 256);
+  };
+  const auto your_turn = [&] {
+    if (SJ_WS == 2) sj_named_barrier_arrive(3 + (wg ^ 1), 256);
+  };
+  if (wg == 1) your_turn();
   if (wg_tiles > 0) {
     wait_full(0);
+    my_turn();
     sj_sm90_issue_qk(s_acc, wg_q_smem, k_smem_of(0));
+    your_turn();
     sj_wgmma_wait<0>();
     sj_wgmma_fence_operands(s_acc);
     softmax(0, alpha_prev, p_a);  // O is still 0: tile 0's alpha rescales nothing
@@ -146,8 +160,10 @@ extern "C" __global__ void __launch_bounds__(SJ_WS_THREADS, 1)
   // the wait), so p_out is never allocated into the registers the in-flight wgmma still reads.
   const auto step = [&](int tile, unsigned (&p_in)[SJ_PV_STEPS][4], unsigned (&p_out)[SJ_PV_STEPS][4]) {
     wait_full(tile);
+    my_turn();
     sj_sm90_issue_qk(s_acc, wg_q_smem, k_smem_of(tile));                  // group: S(tile)
     sj_sm90_issue_pv(pv, p_in, k_smem_of(tile - 1) + SJ_K_TILE_BYTES);  // group: PV(tile - 1)
+    your_turn();
     sj_wgmma_wait<1>();  // groups complete in order: S(tile) is done, PV(tile - 1) may not be
     sj_wgmma_fence_operands(s_acc);
     float alpha[2];
@@ -164,7 +180,10 @@ extern "C" __global__ void __launch_bounds__(SJ_WS_THREADS, 1)
   };
   // The last tile's PV, with its P in p_last.
   const auto finish = [&](unsigned (&p_last)[SJ_PV_STEPS][4]) {
+    my_turn();
     sj_sm90_issue_pv(pv, p_last, k_smem_of(wg_tiles - 1) + SJ_K_TILE_BYTES);
+    your_turn();
+    if (wg == 0) my_turn();  // warpgroup 1's last hand-over, so no barrier is left half-arrived
     sj_wgmma_wait<0>();
     sj_wgmma_fence_operands(pv);
     release(wg_tiles - 1);

@@ -109,8 +109,13 @@ TEST_CASE("attention_sm90 rejects what it cannot run, naming the parameter") {
   c["min_blocks"] = 3;
   CHECK(reason(c).find("ws 1 needs min_blocks 1") != std::string::npos);
   c = ws;
-  c["ws"] = 2;
-  CHECK(reason(c).find("ws 2") != std::string::npos);
+  c["ws"] = 2;  // ping-pong
+  CHECK(reason(c).empty());
+  c["block_n"] = 64;
+  CHECK(reason(c).find("ws 2 (ping-pong) needs block_n 128") != std::string::npos);
+  c = ws;
+  c["ws"] = 3;
+  CHECK(reason(c).find("ws 3") != std::string::npos);
   CHECK_FALSE(check_kernel_config(kernel_by_name("attention_sm80"), ws, spec, "sm_90").empty());
   const LaunchGeometry geometry = sm90.geometry(0, ws, spec, ProblemShape{.batch = 2, .heads_q = 3, .seq_q = 300});
   CHECK(geometry.block[0] == 384);  // a producer warpgroup + 8 consumer warps

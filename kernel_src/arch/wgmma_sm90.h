@@ -110,6 +110,10 @@ SJ_DEVICE void sj_mbarrier_arrive(unsigned bar) {
 SJ_DEVICE void sj_named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
+// Arrives at barrier `id` without waiting (the other side of sj_named_barrier).
+SJ_DEVICE void sj_named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 // Warpgroup-wide change of the per-thread register budget (sm_90a; every thread of the warpgroup
 // executes it): a producer gives registers back, consumers take them (multiples of 8, 24..256).
 template <int N>

@@ -4,16 +4,17 @@
 //   warps        4 | 8   (one or two warpgroups; BLOCK_M = 16 * warps)
 //   rows_per_warp 16     (a warpgroup's m64 tile is 16 rows per warp)
 //   block_n      64 | 128
-//   stages       2 | 3
+//   stages       2 | 3 | 4
 //   pv_fp16      0       (PV in native e4m3)
 //   min_blocks   1..4    (CTAs per SM requested through __launch_bounds__)
 //   tma          0 | 1   (K and V tiles by cp.async from every thread, or by the tensor copy engine:
 //                         thread 0 issues two copies per tile on the stage's mbarrier; the tensor
 //                         maps are the kernel's second argument, encoded here for each launch)
-//   ws           0 | 1   (1: the warp-specialized form, kernel_src/attention_sm90_ws.h: a producer
+//   ws           0 | 1 | 2 (1: the warp-specialized form, kernel_src/attention_sm90_ws.h: a producer
 //                         warpgroup issues the tensor copies on full/empty mbarriers for `warps` = 8
 //                         consumer warps (two warpgroups, 128 query rows), 384 threads, one CTA per
-//                         SM; needs tma 1 and min_blocks 1)
+//                         SM; needs tma 1 and min_blocks 1; 2: the same with the two consumer
+//                         warpgroups issuing their GEMMs in turn (ping-pong; needs block_n 128))
 #include <cstring>
 
 #include <fmt/format.h>
@@ -42,9 +43,13 @@ std::string sm90_resources(const TileConfig& config, const Specialization& spec,
   if (config.at("ws") != 0) {
     // Its producer loads with tensor copies only, its consumers are two warpgroups, and setmaxnreg
     // hands registers between the warpgroups of one CTA (24 + 2 x 240 = 3 x 168 per SM's file).
-    if (config.at("tma") != 1) return fmt::format("ws 1 needs tma 1 (got tma {})", config.at("tma"));
-    if (warps != 8) return fmt::format("ws 1 needs warps 8 (two consumer warpgroups; got warps {})", warps);
-    if (min_blocks != 1) return fmt::format("ws 1 needs min_blocks 1 (one 384-thread CTA per SM; got min_blocks {})", min_blocks);
+    if (config.at("tma") != 1) return fmt::format("ws {} needs tma 1 (got tma {})", config.at("ws"), config.at("tma"));
+    if (warps != 8) return fmt::format("ws {} needs warps 8 (two consumer warpgroups; got warps {})", config.at("ws"), warps);
+    if (min_blocks != 1) return fmt::format("ws {} needs min_blocks 1 (one 384-thread CTA per SM; got min_blocks {})", config.at("ws"), min_blocks);
+    // Ping-pong counts on both consumer warpgroups visiting the same tiles, which 128-key tiles
+    // guarantee (with 64-key tiles a causal block's first warpgroup skips the last one).
+    if (config.at("ws") == 2 && config.at("block_n") != 128)
+      return fmt::format("ws 2 (ping-pong) needs block_n 128 (got block_n {})", config.at("block_n"));
   }
   // The register file shared by min_blocks CTAs: below ~160 per thread the score, PV and output
   // accumulators (3 x 64 for D = 128) no longer fit and ptxas spills or gives up.
@@ -103,12 +108,12 @@ extern const KernelDesc attention_sm90_kernel{
     .params = {{"warps", {4, 8}, 4, "SJ_WARPS"},
                {"rows_per_warp", {16}, 16, ""},
                {"block_n", {64, 128}, 128, "SJ_BLOCK_N"},
-               {"stages", {2, 3}, 2, "SJ_STAGES"},
+               {"stages", {2, 3, 4}, 2, "SJ_STAGES"},
                {"pv_fp16", {0}, 0, ""},
                {"min_blocks", {1, 2, 3, 4}, 1, "SJ_MIN_BLOCKS"},
                {"wgmma", {1}, 1, ""},
                {"tma", {0, 1}, 0, "SJ_TMA"},
-               {"ws", {0, 1}, 0, "SJ_WS"}},
+               {"ws", {0, 1, 2}, 0, "SJ_WS"}},
     .check_resources = sm90_resources,
     .geometry = sm90_geometry,
     // e4m3 V in the sm80 kernel's permuted key order (the wgmma kernel reads the same prepare output).
