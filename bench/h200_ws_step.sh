@@ -5,7 +5,8 @@
 # compute-sanitizer memcheck and racecheck on the sanitizer-sized case, and optionally Nsight Compute
 # of one 16k call per kernel (NCU=1).
 #   bench/h200_ws_step.sh <src> <deps-prefix> <out-dir> [ws config ...]
-# <deps-prefix>: bench/h200_build.sh. Steps are time-boxed (STEP_TIMEOUT seconds, default 240).
+# <deps-prefix>: bench/h200_build.sh. Steps are time-boxed (STEP_TIMEOUT seconds, default 240);
+# TEST_FILTER=<doctest -tc pattern> runs only those test cases, TESTS=0 / SANITIZE=0 skip those steps.
 set -uo pipefail
 src=$(realpath "$1") deps=$(realpath "$2") out=$(realpath -m "$3")
 shift 3
@@ -17,7 +18,7 @@ sj_build "$src" /tmp/sj-ws "$deps" --target sagejit bench_attention test_gpu_att
 echo "build rc=$? (${SECONDS}s)"
 
 if [[ ${TESTS:-1} == 1 ]]; then
-  (cd /tmp/sj-ws && timeout "$limit" tests/test_gpu_attention) >"$out/gpu-attention.log" 2>&1
+  (cd /tmp/sj-ws && timeout "$limit" tests/test_gpu_attention ${TEST_FILTER:+"-tc=$TEST_FILTER"}) >"$out/gpu-attention.log" 2>&1
   echo "test_gpu_attention rc=$? ($(grep -E '^\[doctest\] (test cases|assertions)' "$out/gpu-attention.log" | tr '\n' ' ')) (${SECONDS}s)"
 fi
 

@@ -109,22 +109,24 @@ extern "C" __global__ void __launch_bounds__(SJ_WS_THREADS, 1)
 
   // Softmax of tile `tile` from s_acc (complete) into p_out, alpha; the masked variant only on tiles
   // that cross the sequence end or the diagonal.
-  const auto softmax_of = [&](const int (&s_in)[SJ_S_REGS], int tile, float (&alpha)[2],
-                              unsigned (&p_out)[SJ_PV_STEPS][4]) {
-    const int first_key = tile * SJ_BLOCK_N;
-    float qk_scale[SJ_BLOCK_N / SJ_QUANT_BLOCK];
+  // q_scale * k_scale of tile's 32-key groups: loaded before the tile's GEMMs are issued, so the
+  // global loads' latency hides behind them instead of stalling the softmax.
+  const auto load_scales = [&](int tile, float (&qk_scale)[SJ_BLOCK_N / SJ_QUANT_BLOCK]) {
 #pragma unroll
     for (int kg = 0; kg < SJ_BLOCK_N / SJ_QUANT_BLOCK; ++kg)
-      qk_scale[kg] = q_scale * k_scale[first_key / SJ_QUANT_BLOCK + kg];
+      qk_scale[kg] = q_scale * k_scale[tile * (SJ_BLOCK_N / SJ_QUANT_BLOCK) + kg];
+  };
+  const auto softmax_of = [&](const int (&s_in)[SJ_S_REGS], int tile, const float (&qk_scale)[SJ_BLOCK_N / SJ_QUANT_BLOCK],
+                              float (&alpha)[2], unsigned (&p_out)[SJ_PV_STEPS][4]) {
+    const int first_key = tile * SJ_BLOCK_N;
     const bool needs_mask = first_key + SJ_BLOCK_N > p.seq_kv || (SJ_CAUSAL && first_key + SJ_BLOCK_N - 1 > warp_q0);
     if (needs_mask)
       sj_sm90_softmax<true>(s_in, qk_scale, warp_q0 + g, first_key, p.seq_kv, lane, m, l, alpha, p_out);
     else
       sj_sm90_softmax<false>(s_in, qk_scale, warp_q0 + g, first_key, p.seq_kv, lane, m, l, alpha, p_out);
   };
-  const auto softmax = [&](int tile, float (&alpha)[2], unsigned (&p_out)[SJ_PV_STEPS][4]) {
-    softmax_of(s_acc, tile, alpha, p_out);
-  };
+  const auto softmax = [&](int tile, const float (&qk_scale)[SJ_BLOCK_N / SJ_QUANT_BLOCK], float (&alpha)[2],
+                           unsigned (&p_out)[SJ_PV_STEPS][4]) { softmax_of(s_acc, tile, qk_scale, alpha, p_out); };
   // One arrival per consumer warp on the stage of `tile`: its wgmma reads of K and V are complete.
   const auto release = [&](int tile) {
     if (lane == 0) sj_mbarrier_arrive(empty_bar + 8 * (tile % SJ_STAGES));
@@ -147,18 +149,22 @@ extern "C" __global__ void __launch_bounds__(SJ_WS_THREADS, 1)
   };
   if (wg == 1) your_turn();
   if (wg_tiles > 0) {
+    float qk_scale[SJ_BLOCK_N / SJ_QUANT_BLOCK];
+    load_scales(0, qk_scale);
     wait_full(0);
     my_turn();
     sj_sm90_issue_qk(s_acc, wg_q_smem, k_smem_of(0));
     your_turn();
     sj_wgmma_wait<0>();
     sj_wgmma_fence_operands(s_acc);
-    softmax(0, alpha_prev, p_a);  // O is still 0: tile 0's alpha rescales nothing
+    softmax(0, qk_scale, alpha_prev, p_a);  // O is still 0: tile 0's alpha rescales nothing
   }
   // Step `tile` (>= 1): S(tile) and PV(tile - 1) with P(tile - 1) from p_in; the softmax of tile
   // writes p_out while that PV runs. P(tile - 1) stays live until its PV is complete (the fence after
   // the wait), so p_out is never allocated into the registers the in-flight wgmma still reads.
   const auto step = [&](int tile, unsigned (&p_in)[SJ_PV_STEPS][4], unsigned (&p_out)[SJ_PV_STEPS][4]) {
+    float qk_scale[SJ_BLOCK_N / SJ_QUANT_BLOCK];
+    load_scales(tile, qk_scale);
     wait_full(tile);
     my_turn();
     sj_sm90_issue_qk(s_acc, wg_q_smem, k_smem_of(tile));                  // group: S(tile)
@@ -167,7 +173,7 @@ extern "C" __global__ void __launch_bounds__(SJ_WS_THREADS, 1)
     sj_wgmma_wait<1>();  // groups complete in order: S(tile) is done, PV(tile - 1) may not be
     sj_wgmma_fence_operands(s_acc);
     float alpha[2];
-    softmax(tile, alpha, p_out);
+    softmax(tile, qk_scale, alpha, p_out);
     sj_wgmma_wait<0>();
     sj_wgmma_fence_operands(pv);
 #pragma unroll
