@@ -41,18 +41,13 @@
 
 #if SJ_BLOCK_N == 128
 #define sj_wgmma_qk sj_wgmma_s8_n128
-#define sj_wgmma_qk_first sj_wgmma_s8_n128_first
 #else
 #define sj_wgmma_qk sj_wgmma_s8_n64
-#define sj_wgmma_qk_first sj_wgmma_s8_n64_first
 #endif
 #if SJ_D == 128
 #define sj_wgmma_pv sj_wgmma_e4m3_n128
 #else
 #define sj_wgmma_pv sj_wgmma_e4m3_n64
-#endif
-#ifndef SJ_WS
-#define SJ_WS 0
 #endif
 
 #ifndef SJ_MIN_BLOCKS
@@ -85,18 +80,9 @@ SJ_DEVICE void sj_sm90_load_tile(const SjAttentionParams& p, unsigned stage_smem
 // S = Q K^T of one key tile for this warpgroup, issued asynchronously (committed as one group).
 SJ_DEVICE void sj_sm90_issue_qk(int (&s)[SJ_S_REGS], unsigned q_smem, unsigned k_smem) {
   sj_wgmma_fence();
-#if SJ_WS
-  // The overwrite form first: the previous tile's scores are no input, so they are not kept live
-  // until this issue (the warp-specialized kernel runs its softmax with other GEMMs in flight).
-  sj_wgmma_qk_first(s, sj_sm90_desc(q_smem, SJ_D), sj_sm90_desc(k_smem, SJ_D));
-#pragma unroll
-  for (int ks = 1; ks < SJ_QK_STEPS; ++ks)
-    sj_wgmma_qk(s, sj_sm90_desc(q_smem + 32 * ks, SJ_D), sj_sm90_desc(k_smem + 32 * ks, SJ_D), 1);
-#else
 #pragma unroll
   for (int ks = 0; ks < SJ_QK_STEPS; ++ks)
     sj_wgmma_qk(s, sj_sm90_desc(q_smem + 32 * ks, SJ_D), sj_sm90_desc(k_smem + 32 * ks, SJ_D), ks > 0);
-#endif
   sj_wgmma_commit();
 }
 
@@ -163,50 +149,6 @@ SJ_DEVICE void sj_sm90_softmax(const int (&s_acc)[SJ_S_REGS], const float (&qk_s
                                      value[sj_sm90_p_source(kk, r, 2)], value[sj_sm90_p_source(kk, r, 3)]);
 }
 
-// The epilogue of one warp's rows warp_q0 + g and warp_q0 + g + 8: O / l * sv in the input dtype
-// (columns up to the call's head dim), and the LSE.
-SJ_DEVICE void sj_sm90_store_rows(const SjAttentionParams& p, const float (&o)[SJ_O_REGS], const float (&m)[2],
-                                  const float (&l)[2], int warp_q0, int lane, int b, int hq, sj_i64 q_head,
-                                  sj_i64 kv_head) {
-  const int g = lane >> 2, t = lane & 3;
-  const float* v_scale = p.v_scale + kv_head * SJ_D;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float row_l = l[h];
-    row_l += sj_shfl_xor(row_l, 1);
-    row_l += sj_shfl_xor(row_l, 2);
-    const int row = warp_q0 + g + 8 * h;
-    if (row >= p.seq_q) continue;
-    sj_u16* out = (sj_u16*)p.out + b * p.o_stride_b + hq * p.o_stride_h + row * p.o_stride_n;
-#pragma unroll
-    for (int j = 0; j < SJ_D / 8; ++j) {
-      if (8 * j >= p.head_dim) break;  // columns past the call's head dim are padding
-      const int d = 8 * j + 2 * t;
-      const float2 sv = *(const float2*)(v_scale + d);
-      out[d] = sj_to_dtype(sj_output(o[4 * j + 2 * h], row_l, sv.x), SJ_DTYPE);  // 16-bit stores: any stride
-      out[d + 1] = sj_to_dtype(sj_output(o[4 * j + 2 * h + 1], row_l, sv.y), SJ_DTYPE);
-    }
-#if SJ_WRITE_LSE
-    if (t == 0) {
-      const sj_i64 index = q_head * p.seq_q + row;
-      const float delta = p.lse_delta != nullptr ? p.lse_delta[index] : 0.0f;
-      p.lse[index] = sj_lse(m[h], row_l, delta);
-    }
-#endif
-  }
-}
-
-// PV of one key tile into a fresh accumulator, issued asynchronously (committed as one group).
-SJ_DEVICE void sj_sm90_issue_pv(float (&pv)[SJ_O_REGS], const unsigned (&p_frag)[SJ_PV_STEPS][4], unsigned v_smem) {
-  sj_wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < SJ_PV_STEPS; ++kk) sj_wgmma_pv(pv, p_frag[kk], sj_sm90_desc(v_smem + 32 * kk, SJ_BLOCK_N), kk > 0);
-  sj_wgmma_commit();
-}
-
-#if SJ_WS
-#include "attention_sm90_ws.h"
-#else
 #if SJ_TMA
 extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS)
     sj_attention_sm90(SjAttentionParams p, const __grid_constant__ SjSm90TensorMaps maps) {
@@ -218,7 +160,7 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   extern __shared__ __align__(1024) unsigned char sj_smem[];
   const int lane = (int)sj_thread_x() & 31, warp = (int)sj_thread_x() >> 5;
   const int wg = warp >> 2;
-  const int g = lane >> 2;
+  const int g = lane >> 2, t = lane & 3;
   [[maybe_unused]] const auto [block, hq, b, hk, q0] = sj_query_block(p, SJ_BLOCK_M, SJ_CAUSAL);
   const int wg_q0 = q0 + 64 * wg;
   const int warp_q0 = q0 + 16 * warp;
@@ -330,7 +272,10 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
 
     // ---- O = O * alpha + P V (fresh fp32 accumulator per tile) ----
     float pv[SJ_O_REGS];
-    sj_sm90_issue_pv(pv, p_frag, v_smem);
+    sj_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < SJ_PV_STEPS; ++kk) sj_wgmma_pv(pv, p_frag[kk], sj_sm90_desc(v_smem + 32 * kk, SJ_BLOCK_N), kk > 0);
+    sj_wgmma_commit();
     sj_wgmma_wait<0>();
     sj_wgmma_fence_operands(pv);
 #pragma unroll
@@ -340,6 +285,30 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   sj_cp_async_wait<0>();
 #endif
 
-  sj_sm90_store_rows(p, o, m, l, warp_q0, lane, b, hq, q_head, kv_head);
+  // ---- epilogue: O / l * sv in the input dtype; LSE ----
+  const float* v_scale = p.v_scale + kv_head * SJ_D;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float row_l = l[h];
+    row_l += sj_shfl_xor(row_l, 1);
+    row_l += sj_shfl_xor(row_l, 2);
+    const int row = warp_q0 + g + 8 * h;
+    if (row >= p.seq_q) continue;
+    sj_u16* out = (sj_u16*)p.out + b * p.o_stride_b + hq * p.o_stride_h + row * p.o_stride_n;
+#pragma unroll
+    for (int j = 0; j < SJ_D / 8; ++j) {
+      if (8 * j >= p.head_dim) break;  // columns past the call's head dim are padding
+      const int d = 8 * j + 2 * t;
+      const float2 sv = *(const float2*)(v_scale + d);
+      out[d] = sj_to_dtype(sj_output(o[4 * j + 2 * h], row_l, sv.x), SJ_DTYPE);  // 16-bit stores: any stride
+      out[d + 1] = sj_to_dtype(sj_output(o[4 * j + 2 * h + 1], row_l, sv.y), SJ_DTYPE);
+    }
+#if SJ_WRITE_LSE
+    if (t == 0) {
+      const sj_i64 index = q_head * p.seq_q + row;
+      const float delta = p.lse_delta != nullptr ? p.lse_delta[index] : 0.0f;
+      p.lse[index] = sj_lse(m[h], row_l, delta);
+    }
+#endif
+  }
 }
-#endif  // SJ_WS

@@ -223,12 +223,6 @@ TEST_CASE("GPU attention: small shapes (sanitizer-sized)") {
           const TileConfig shipped{{"warps", 4},  {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2},
                                    {"pv_fp16", 0}, {"wgmma", 1},         {"min_blocks", 3}, {"tma", tma}};
           check_attention(*gpu, c, shipped, static_cast<std::uint64_t>(seed++), emulator_only);
-          if (tma == 1)  // and its warp-specialized forms (producer warpgroup, full/empty mbarriers; ping-pong)
-            for (const auto& [mode, block_n] : {std::pair{1, 64}, std::pair{1, 128}, std::pair{2, 128}}) {
-              const TileConfig ws{{"warps", 8},   {"rows_per_warp", 16}, {"block_n", block_n}, {"stages", 2},
-                                  {"pv_fp16", 0}, {"wgmma", 1},          {"tma", 1},           {"ws", mode}};
-              check_attention(*gpu, c, ws, static_cast<std::uint64_t>(seed++), emulator_only);
-            }
         }
     }
 }
@@ -284,53 +278,6 @@ TEST_CASE("GPU attention: wgmma kernel (sm_90), quality, features and odd length
   }
 }
 
-// The warp-specialized form of the wgmma kernel (ws=1: a producer warpgroup feeding two consumer
-// warpgroups through full/empty mbarriers, GEMMs of two tiles in flight around the softmax): the
-// same checks as the one-warpgroup kernel above, on every tile shape and stage count it takes.
-TEST_CASE("GPU attention: warp-specialized wgmma kernel (sm_90, ws=1|2), quality, features and odd lengths") {
-  const auto gpu = gpu_or_skip();
-  if (!gpu) return;
-  if (gpu->target != "sm_90") {
-    SAGEJIT_SKIP("the wgmma kernel needs an sm_90 device, this one is " << gpu->target);
-    return;
-  }
-  const Expect issue_thresholds{0.9992, 0.04, true};
-  const Expect quality{0.999, 0.06, true};
-  const Expect emulator_only{0.0, 1.0, false};
-  for (int mode : {1, 2}) {  // 2: the consumer warpgroups issue their GEMMs in turn (128-key tiles only)
-    const auto ws = [mode](int block_n, int stages) {
-      return TileConfig{{"warps", 8},   {"rows_per_warp", 16}, {"block_n", mode == 2 ? 128 : block_n}, {"stages", stages},
-                        {"pv_fp16", 0}, {"wgmma", 1},          {"tma", 1},                             {"ws", mode}};
-    };
-    std::uint64_t seed = 300 + 100 * static_cast<std::uint64_t>(mode);
-
-    Case c;  // random normal, every tile shape and stage count (2 stages: the producer waits on every release)
-    c.heads_q = c.heads_kv = 2;
-    c.seq_q = c.seq_kv = 1024;
-    for (int block_n : {64, 128})
-      for (int stages : {2, 3, 4}) {
-        c.attention = ws(block_n, stages);
-        c.seed = seed++;
-        check_attention(*gpu, c, issue_thresholds);
-      }
-    check_attention(*gpu, k_offsets_case(), ws(128, 3), seed++, quality);
-    // 64-key tiles: the first consumer warpgroup skips the block's last tile (and still releases it)
-    check_attention(*gpu, causal_fp16_lse_case(), ws(64, 3), seed++, quality);
-    check_attention(*gpu, causal_fp16_lse_case(), ws(128, 3), seed++, quality);
-    check_attention(*gpu, gqa_nhd_causal_case(), ws(128, 2), seed++, emulator_only);
-    check_attention(*gpu, tall_causal_case(), ws(128, 4), seed++, emulator_only);
-    for (int block_n : {64, 128}) check_attention(*gpu, d64_mqa_case(), ws(block_n, 3), seed++, quality);
-
-    const std::pair<int, int> lengths[] = {{1, 1}, {17, 33}, {33, 17}, {31, 127}, {127, 31}, {1, 4097}, {100, 161}, {300, 700}};
-    for (const auto& [nq, nk] : lengths)
-      for (bool causal_case : {false, true}) {
-        const Case odd = gqa_lengths_case(nq, nk, causal_case, (seed % 2) == 0);
-        check_attention(*gpu, odd, ws(seed % 2 == 0 ? 64 : 128, 2 + static_cast<int>(seed % 3)), seed, emulator_only);
-        ++seed;
-      }
-  }
-}
-
 // Head dims that run zero-padded to the next kernel head dim (plan/attention_plan.hpp
 // kernel_head_dim_for): the tuning tables' kernel for this GPU and, on NVIDIA, both mma.sync PV
 // families and (sm_90) the shipped wgmma config, against the emulator and fp64. The head and token
@@ -345,14 +292,10 @@ TEST_CASE("GPU attention: zero-padded head dims (D = 8, 32, 40, 80, 96, 120)") {
     configs.push_back(config(4, 16, 64, 2, 0));
     configs.push_back(config(4, 32, 64, 2, 1));
   }
-  if (gpu->target == "sm_90") {
+  if (gpu->target == "sm_90")
     for (int tma : {0, 1})
       configs.push_back(TileConfig{{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2},
                                    {"pv_fp16", 0}, {"wgmma", 1}, {"min_blocks", 3}, {"tma", tma}});
-    for (int mode : {1, 2})
-      configs.push_back(TileConfig{{"warps", 8}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 3},
-                                   {"pv_fp16", 0}, {"wgmma", 1}, {"tma", 1}, {"ws", mode}});
-  }
   for (std::int64_t head_dim : {8, 32, 40, 80, 96, 120})
     for (const TileConfig& attention : configs) {
       Case c = random_padded_head_dim_case(head_dim, 700, 1500);

@@ -93,33 +93,6 @@ TEST_CASE("attention_sm90 rejects what it cannot run, naming the parameter") {
   CHECK(reason(c).find("tma 2") != std::string::npos);
   c["tma"] = 1;
   CHECK(reason(c).empty());
-  // The warp-specialized form: two consumer warpgroups fed by tensor copies, one CTA per SM.
-  TileConfig ws = wgmma_config(8, 128, 3, 1);
-  ws["tma"] = 1;
-  ws["ws"] = 1;
-  CHECK(reason(ws).empty());
-  CHECK(kernel_serves_config(sm90, ws));
-  c = ws;
-  c["tma"] = 0;
-  CHECK(reason(c).find("ws 1 needs tma 1") != std::string::npos);
-  c = ws;
-  c["warps"] = 4;
-  CHECK(reason(c).find("ws 1 needs warps 8") != std::string::npos);
-  c = ws;
-  c["min_blocks"] = 3;
-  CHECK(reason(c).find("ws 1 needs min_blocks 1") != std::string::npos);
-  c = ws;
-  c["ws"] = 2;  // ping-pong
-  CHECK(reason(c).empty());
-  c["block_n"] = 64;
-  CHECK(reason(c).find("ws 2 (ping-pong) needs block_n 128") != std::string::npos);
-  c = ws;
-  c["ws"] = 3;
-  CHECK(reason(c).find("ws 3") != std::string::npos);
-  CHECK_FALSE(check_kernel_config(kernel_by_name("attention_sm80"), ws, spec, "sm_90").empty());
-  const LaunchGeometry geometry = sm90.geometry(0, ws, spec, ProblemShape{.batch = 2, .heads_q = 3, .seq_q = 300});
-  CHECK(geometry.block[0] == 384);  // a producer warpgroup + 8 consumer warps
-  CHECK(geometry.grid[0] == 3);     // 128 query rows per CTA
   c = wgmma_config(4, 128, 2, 1);
   c["tile"] = 1;
   CHECK(reason(c).find("unknown attention_sm90 parameter \"tile\"") != std::string::npos);
@@ -149,8 +122,6 @@ TEST_CASE("attention_sm90 is compiled for sm_90a, and every valid config of the 
   REQUIRE_FALSE(configs.empty());  // the shipped space offers the wgmma kernel
   // ... with both K/V loaders (cp.async, tensor copies)
   CHECK(std::count_if(configs.begin(), configs.end(), [](const TileConfig& c) { return c.at("tma") == 1; }) > 0);
-  // ... and its warp-specialized form
-  CHECK(std::count_if(configs.begin(), configs.end(), [](const TileConfig& c) { return c.at("ws") == 1; }) > 0);
   int compiled = 0;
   for (const auto& [head_dim, causal] : {std::pair{128, false}, std::pair{64, true}}) {
     Specialization spec = spec_of(head_dim, causal);
@@ -170,9 +141,7 @@ TEST_CASE("attention_sm90 is compiled for sm_90a, and every valid config of the 
       const tools::CodeObjectStats stats = tools::read_code_object_stats(result.code);
       REQUIRE(stats.registers.has_value());
       CHECK(*stats.registers <= 255);
-      // (The warp-specialized form caps its consumers at 240 registers with setmaxnreg: ptxas may
-      // spill there, which its MESSAGE shows.)
-      if ((config.count("min_blocks") == 0 || config.at("min_blocks") == 1) && config.at("ws") == 0) {
+      if (config.count("min_blocks") == 0 || config.at("min_blocks") == 1) {
         REQUIRE(stats.scratch.has_value());
         CHECK(*stats.scratch == 0);  // no spills when the registers are not capped
       }

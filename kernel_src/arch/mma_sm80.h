@@ -82,13 +82,11 @@ SJ_DEVICE void sj_cp_async_wait() {
 // swizzled shared tile. Thread x always copies chunk x % chunks of rows x / chunks + i * (threads /
 // chunks): one base address per thread plus a constant stride, so the copy loop needs no per-chunk
 // address registers (the swizzle of row r + 8k equals that of row r for the strides used here).
-// `thread` is the caller's index among the `threads` that share the copy (a warpgroup of a larger CTA
-// passes its own index).
 template <int threads, int rows, int chunks>
-SJ_DEVICE void sj_copy_tile(unsigned smem, const sj_u8* global, sj_i64 row_bytes, int thread = (int)sj_thread_x()) {
+SJ_DEVICE void sj_copy_tile(unsigned smem, const sj_u8* global, sj_i64 row_bytes) {
   constexpr int rows_per_pass = threads / chunks;
   constexpr int passes = (rows + rows_per_pass - 1) / rows_per_pass;
-  const int row0 = thread / chunks, chunk = thread % chunks;
+  const int row0 = (int)sj_thread_x() / chunks, chunk = (int)sj_thread_x() % chunks;
   const sj_u8* source = global + row0 * row_bytes + chunk * 16;
 #pragma unroll
   for (int i = 0; i < passes; ++i) {

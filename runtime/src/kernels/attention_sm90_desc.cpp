@@ -4,17 +4,12 @@
 //   warps        4 | 8   (one or two warpgroups; BLOCK_M = 16 * warps)
 //   rows_per_warp 16     (a warpgroup's m64 tile is 16 rows per warp)
 //   block_n      64 | 128
-//   stages       2 | 3 | 4
+//   stages       2 | 3
 //   pv_fp16      0       (PV in native e4m3)
 //   min_blocks   1..4    (CTAs per SM requested through __launch_bounds__)
 //   tma          0 | 1   (K and V tiles by cp.async from every thread, or by the tensor copy engine:
 //                         thread 0 issues two copies per tile on the stage's mbarrier; the tensor
 //                         maps are the kernel's second argument, encoded here for each launch)
-//   ws           0 | 1 | 2 (1: the warp-specialized form, kernel_src/attention_sm90_ws.h: a producer
-//                         warpgroup issues the tensor copies on full/empty mbarriers for `warps` = 8
-//                         consumer warps (two warpgroups, 128 query rows), 384 threads, one CTA per
-//                         SM; needs tma 1 and min_blocks 1; 2: the same with the two consumer
-//                         warpgroups issuing their GEMMs in turn (ping-pong; needs block_n 128))
 #include <cstring>
 
 #include <fmt/format.h>
@@ -33,33 +28,19 @@ unsigned shared_bytes(const TileConfig& config, int head_dim) {
   return static_cast<unsigned>(1024 + q_bytes + config.at("stages") * stage_bytes);  // + 1 KiB to align to 1 KiB
 }
 
-// The warp-specialized form adds one producer warpgroup to the `warps` consumer warps.
-int threads_of(const TileConfig& config) { return config.at("warps") * 32 + (config.at("ws") != 0 ? 128 : 0); }
-
 std::string sm90_resources(const TileConfig& config, const Specialization& spec, const Target& target) {
   const SmLimits* limits = find_sm_limits(target);
   if (limits == nullptr) return missing_sm_limits(target);
   const int warps = config.at("warps"), min_blocks = config.at("min_blocks");
-  if (config.at("ws") != 0) {
-    // Its producer loads with tensor copies only, its consumers are two warpgroups, and setmaxnreg
-    // hands registers between the warpgroups of one CTA (24 + 2 x 240 = 3 x 168 per SM's file).
-    if (config.at("tma") != 1) return fmt::format("ws {} needs tma 1 (got tma {})", config.at("ws"), config.at("tma"));
-    if (warps != 8) return fmt::format("ws {} needs warps 8 (two consumer warpgroups; got warps {})", config.at("ws"), warps);
-    if (min_blocks != 1) return fmt::format("ws {} needs min_blocks 1 (one 384-thread CTA per SM; got min_blocks {})", config.at("ws"), min_blocks);
-    // Ping-pong counts on both consumer warpgroups visiting the same tiles, which 128-key tiles
-    // guarantee (with 64-key tiles a causal block's first warpgroup skips the last one).
-    if (config.at("ws") == 2 && config.at("block_n") != 128)
-      return fmt::format("ws 2 (ping-pong) needs block_n 128 (got block_n {})", config.at("block_n"));
-  }
   // The register file shared by min_blocks CTAs: below ~160 per thread the score, PV and output
   // accumulators (3 x 64 for D = 128) no longer fit and ptxas spills or gives up.
-  const int register_cap = limits->registers_per_sm / (min_blocks * threads_of(config));
+  const int register_cap = limits->registers_per_sm / (min_blocks * warps * 32);
   if (register_cap < 160)
     return fmt::format("min_blocks {} x warps {} caps registers at {} per thread (< 160)", min_blocks, warps,
                        register_cap);
   // min_blocks CTAs resident at once: each takes its shared memory plus the system's reserve; with tma
-  // the stages' mbarriers (full, and with ws also empty) are static shared memory, which ptxas pads to
-  // 1 KiB because the dynamic tiles that follow are declared 1 KiB-aligned.
+  // the stages' mbarriers are static shared memory, which ptxas pads to 1 KiB because the dynamic
+  // tiles that follow are declared 1 KiB-aligned.
   const unsigned bytes = shared_bytes(config, spec.head_dim) + (config.at("tma") != 0 ? 1024u : 0u);
   if ((bytes + limits->reserved_per_block) * static_cast<unsigned>(min_blocks) > limits->shared_per_sm)
     return fmt::format("shared memory {} KiB (+{} KiB reserved) x min_blocks {} > {} KiB per SM", bytes / 1024,
@@ -92,7 +73,8 @@ std::size_t sm90_tensor_maps(const Device& device, const TileConfig& config, con
 }
 
 LaunchGeometry sm90_geometry(int, const TileConfig& config, const Specialization& spec, const ProblemShape& shape) {
-  return query_block_launch(shape, config.at("warps") * 16, threads_of(config), shared_bytes(config, spec.head_dim));
+  const int warps = config.at("warps");
+  return query_block_launch(shape, warps * 16, warps * 32, shared_bytes(config, spec.head_dim));
 }
 
 }  // namespace
@@ -108,12 +90,11 @@ extern const KernelDesc attention_sm90_kernel{
     .params = {{"warps", {4, 8}, 4, "SJ_WARPS"},
                {"rows_per_warp", {16}, 16, ""},
                {"block_n", {64, 128}, 128, "SJ_BLOCK_N"},
-               {"stages", {2, 3, 4}, 2, "SJ_STAGES"},
+               {"stages", {2, 3}, 2, "SJ_STAGES"},
                {"pv_fp16", {0}, 0, ""},
                {"min_blocks", {1, 2, 3, 4}, 1, "SJ_MIN_BLOCKS"},
                {"wgmma", {1}, 1, ""},
-               {"tma", {0, 1}, 0, "SJ_TMA"},
-               {"ws", {0, 1, 2}, 0, "SJ_WS"}},
+               {"tma", {0, 1}, 0, "SJ_TMA"}},
     .check_resources = sm90_resources,
     .geometry = sm90_geometry,
     // e4m3 V in the sm80 kernel's permuted key order (the wgmma kernel reads the same prepare output).
