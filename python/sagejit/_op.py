@@ -238,19 +238,6 @@ def _attention_launch_function():
     return _c_attention_launch
 
 
-# A workspace apart from the output's block comes from torch's caching allocator without a tensor: one
-# C call each way (about 1.5 us less than q.new_empty and the tensor's release), allocated on the call's
-# stream and given back as soon as the launches are queued, which is what releasing a tensor does
-# (stream-ordered reuse; inside a graph capture, the capture's pool). It allocates on the current device,
-# so it is used only when that is the call's device (else the tensor path); torch builds without these
-# functions take the tensor path too.
-_raw_alloc = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_alloc", None)
-_raw_delete = getattr(torch._C, "_cuda_cudaCachingAllocator_raw_delete", None)
-_current_device = getattr(torch._C, "_cuda_getDevice", None)
-if _raw_delete is None or _current_device is None:
-    _raw_alloc = None
-
-
 def _launch(q, k, v, signature, lse_in_block, key_mask=None):
     """Allocates the call's block (and what does not ride in it) and launches; returns (out, lse or None).
     q.new_empty(n) allocates in q's dtype on q's device: no keyword parsing, and an int size parses faster
@@ -268,21 +255,13 @@ def _launch(q, k, v, signature, lse_in_block, key_mask=None):
         block = out = q.new_empty(signature.shape)
         if signature.lse_shape is not None:
             lse = torch.empty(signature.lse_shape, dtype=torch.float32, device=q.device)
-    stream = _current_stream(signature.device_index)
-    raw_workspace = None
     if signature.workspace_in_block:
         workspace = block.data_ptr() + signature.workspace_offset
-    elif _raw_alloc is not None and _current_device() == signature.device_index:
-        workspace = raw_workspace = _raw_alloc(signature.workspace_bytes, stream)
     else:
         separate = q.new_empty(signature.workspace_elements)
         workspace = separate.data_ptr()  # freed on return: torch's allocator orders its reuse on this stream
-    signature.bind(q, k, v, out, lse, workspace, stream, key_mask)
-    try:
-        status = _c_attention_launch(*signature.launch_args)
-    finally:
-        if raw_workspace is not None:
-            _raw_delete(raw_workspace)
+    signature.bind(q, k, v, out, lse, workspace, _current_stream(signature.device_index), key_mask)
+    status = _c_attention_launch(*signature.launch_args)
     if status != 0:
         raise error_for(status, last_error())
     return out, lse

