@@ -62,6 +62,21 @@
 #ifndef SJ_KEY_MASK
 #define SJ_KEY_MASK 0
 #endif
+
+// The end of both softmax forms: the row sums into l (rescaled by alpha), and the probabilities
+// `value` packed as e4m3 into the PV wgmma's register A fragments.
+SJ_DEVICE void sj_sm90_finish_softmax(const float (&value)[SJ_S_REGS], const float (&row_sum)[2],
+                                      const float (&alpha)[2], float (&l)[2], unsigned (&p_frag)[SJ_PV_STEPS][4]) {
+  l[0] = l[0] * alpha[0] + row_sum[0];
+  l[1] = l[1] * alpha[1] + row_sum[1];
+#pragma unroll
+  for (int kk = 0; kk < SJ_PV_STEPS; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+      p_frag[kk][r] = sj_pack_e4m3x4(value[sj_sm90_p_source(kk, r, 0)], value[sj_sm90_p_source(kk, r, 1)],
+                                     value[sj_sm90_p_source(kk, r, 2)], value[sj_sm90_p_source(kk, r, 3)]);
+}
+
 #if SJ_KEY_MASK
 #include "common/key_mask.h"
 
@@ -110,14 +125,7 @@ SJ_DEVICE void sj_sm90_softmax_masked(const int (&s_acc)[SJ_S_REGS],
     value[i] = prob;
     row_sum[h] += prob;
   }
-  l[0] = l[0] * alpha[0] + row_sum[0];
-  l[1] = l[1] * alpha[1] + row_sum[1];
-#pragma unroll
-  for (int kk = 0; kk < SJ_PV_STEPS; ++kk)
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-      p_frag[kk][r] = sj_pack_e4m3x4(value[sj_sm90_p_source(kk, r, 0)], value[sj_sm90_p_source(kk, r, 1)],
-                                     value[sj_sm90_p_source(kk, r, 2)], value[sj_sm90_p_source(kk, r, 3)]);
+  sj_sm90_finish_softmax(value, row_sum, alpha, l, p_frag);
 }
 #define SJ_KEY_MASK_ARGUMENT , SjKeyMask km
 #else
@@ -206,14 +214,7 @@ SJ_DEVICE void sj_sm90_softmax(const int (&s_acc)[SJ_S_REGS], const float (&qk_s
     value[i] = prob;
     row_sum[h] += prob;
   }
-  l[0] = l[0] * alpha[0] + row_sum[0];
-  l[1] = l[1] * alpha[1] + row_sum[1];
-#pragma unroll
-  for (int kk = 0; kk < SJ_PV_STEPS; ++kk)
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-      p_frag[kk][r] = sj_pack_e4m3x4(value[sj_sm90_p_source(kk, r, 0)], value[sj_sm90_p_source(kk, r, 1)],
-                                     value[sj_sm90_p_source(kk, r, 2)], value[sj_sm90_p_source(kk, r, 3)]);
+  sj_sm90_finish_softmax(value, row_sum, alpha, l, p_frag);
 }
 
 #if SJ_TMA

@@ -15,12 +15,7 @@ MIN_COS = 0.998
 TORCH_SDPA = F.scaled_dot_product_attention
 
 
-@pytest.fixture(autouse=True)
-def _needs_library():
-    try:
-        sagejit.library()
-    except SagejitError as error:
-        pytest.skip(f"libsagejit not found: {error}")
+pytestmark = pytest.mark.usefixtures("lib")  # conftest: skipped, saying why, without the library
 
 
 def cosine(a, b):

@@ -8,19 +8,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import sagejit  # noqa: E402
-from sagejit import SagejitError, sageattn  # noqa: E402
-from sagejit import _op, attention  # noqa: E402
+from sagejit import _op, attention, sageattn  # noqa: E402
 
 SHAPE = (1, 2, 64, 64)  # N == D: a transposed k keeps its shape and loses its contiguous last dim
 
 
-@pytest.fixture(autouse=True)
-def _needs_library():
-    try:
-        sagejit.library()
-    except SagejitError as error:
-        pytest.skip(f"libsagejit not found: {error}")
+pytestmark = pytest.mark.usefixtures("lib")  # conftest: skipped, saying why, without the library
 
 
 def base_inputs(seed, device="cpu", shape=SHAPE):
