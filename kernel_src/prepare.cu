@@ -9,6 +9,8 @@
 //                        partial K sums (smoothing) and partial max|V| (fp8 PV). Skipped when neither
 //                        is needed.
 //   sj_prepare_finalize  grid (Hk, B): partials -> k_mean (0 without smoothing) and v_scale (1 for fp16 PV).
+//                        Skipped when p.finalize_in_quantize (at most 16 chunks): then every quantize
+//                        workgroup that needs them sums its head's partials with the same functions.
 //   sj_prepare_quantize  grid (Hq*Nq_pad/128 + 2*Hk*Nk_pad/128, B) (x: sj_quantize_workgroups): one
 //                        tile of 128 rows of Q or K (four 32-row scale blocks), or of 128 keys of V,
 //                        per workgroup.
@@ -119,40 +121,49 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p SJ_KEY_MASK_
   }
 }
 
-SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p SJ_KEY_MASK_ARGUMENT) {
-  const int hk = (int)sj_block_x(), b = (int)sj_block_y();
+// The K mean of channel d of KV head (b, hk) from the stats kernel's partials: their fp64 sum in
+// chunk order (the contract's), over the keys (valid keys, with a mask); 0 without smoothing.
+SJ_DEVICE float sj_head_k_mean(const SjPrepareParams& p, int b, int hk, int d SJ_KEY_MASK_ARGUMENT) {
+  if (!p.smooth_k) return 0.0f;
   const int chunks = sj_k_mean_chunks(p.seq_kv);
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
+  double sum = 0.0;
+#pragma unroll 16
+  for (int c = 0; c < chunks; ++c) sum = sj_add_rn_f64(sum, p.k_mean_partial[(head * chunks + c) * SJ_D + d]);
+#if SJ_KEY_MASK
+  int valid_keys = 0;  // integers: any order
+  for (int c = 0; c < chunks; ++c) valid_keys += km.valid_keys_partial[(sj_i64)b * chunks + c];
+  return sj_masked_k_mean(sum, valid_keys);
+#else
+  return sj_k_mean(sum, p.seq_kv);
+#endif
+}
+
+// The V scale of channel d of KV head (b, hk): from the chunks' max|V| (fp8 PV); 1 for fp16 PV.
+SJ_DEVICE float sj_head_v_scale(const SjPrepareParams& p, int b, int hk, int d) {
+#if SJ_PV_FP16
+  return 1.0f;
+#else
+  const int chunks = sj_k_mean_chunks(p.seq_kv);
+  const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
+  float amax = 0.0f;
+#pragma unroll 16
+  for (int c = 0; c < chunks; ++c) amax = sj_amax_update(amax, p.v_amax_partial[(head * chunks + c) * SJ_D + d]);
+  return sj_v_scale(amax);
+#endif
+}
+
+SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p SJ_KEY_MASK_ARGUMENT) {
+  const int hk = (int)sj_block_x(), b = (int)sj_block_y();
+  const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
   // Work items 0..D-1: the K mean of one channel; D..2D-1: the V scale of one channel, on separate
-  // threads (each item is one latency-bound walk over the chunks' partials). Unrolled so the loads
-  // are in flight together; the adds stay in chunk order (the contract's).
+  // threads (each item is one latency-bound walk over the chunks' partials).
   for (int item = (int)sj_thread_x(); item < 2 * SJ_D; item += SJ_THREADS) {
     const int d = item % SJ_D;
-    if (item < SJ_D) {
-      float mean = 0.0f;
-      if (p.smooth_k) {
-        double sum = 0.0;
-#pragma unroll 16
-        for (int c = 0; c < chunks; ++c) sum = sj_add_rn_f64(sum, p.k_mean_partial[(head * chunks + c) * SJ_D + d]);
-#if SJ_KEY_MASK
-        int valid_keys = 0;  // integers: any order
-        for (int c = 0; c < chunks; ++c) valid_keys += km.valid_keys_partial[(sj_i64)b * chunks + c];
-        mean = sj_masked_k_mean(sum, valid_keys);
-#else
-        mean = sj_k_mean(sum, p.seq_kv);
-#endif
-      }
-      p.k_mean[head * SJ_D + d] = mean;
-    } else {
-#if SJ_PV_FP16
-      p.v_scale[head * SJ_D + d] = 1.0f;
-#else
-      float amax = 0.0f;
-#pragma unroll 16
-      for (int c = 0; c < chunks; ++c) amax = sj_amax_update(amax, p.v_amax_partial[(head * chunks + c) * SJ_D + d]);
-      p.v_scale[head * SJ_D + d] = sj_v_scale(amax);
-#endif
-    }
+    if (item < SJ_D)
+      p.k_mean[head * SJ_D + d] = sj_head_k_mean(p, b, hk, d SJ_KEY_MASK_PASS);
+    else
+      p.v_scale[head * SJ_D + d] = sj_head_v_scale(p, b, hk, d);
   }
 }
 
@@ -262,8 +273,9 @@ SJ_DEVICE void sj_store_int8_rows(const float (&x)[SJ_ROW_PER_THREAD][8], const 
 // int8 with the block scale. Each thread keeps its 8-channel chunks in registers and loads the next
 // block's while it quantizes this one; rows past the sequence (and masked keys) and channels past
 // p.head_dim are x = 0 (outside the amax) and written as 0 (code 0 of x = 0).
-SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int head, int tile,
-                                float* scratch SJ_KEY_MASK_ARGUMENT) {
+// head_stats: the K mean of the tile's KV head (K; Q with an LSE correction), in shared memory.
+SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int head, int tile, float* scratch,
+                                const float* head_stats SJ_KEY_MASK_ARGUMENT) {
   const int tid = (int)sj_thread_x();
   const int heads = is_q ? p.heads_q : p.heads_kv;
   const int seq = is_q ? p.seq_q : p.seq_kv;
@@ -278,7 +290,7 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
   // The thread's channel chunks (the same in every block) and, for K, their means.
   int item_row[SJ_ROW_PER_THREAD], item_d0[SJ_ROW_PER_THREAD];
   float mean[SJ_ROW_PER_THREAD][8];
-  const float* k_mean = p.k_mean + ((sj_i64)b * p.heads_kv + head) * SJ_D;
+  const float* k_mean = head_stats;
 #pragma unroll
   for (int k = 0; k < SJ_ROW_PER_THREAD; ++k) {
     const int item = tid + k * SJ_THREADS;
@@ -287,7 +299,7 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
     if (item >= SJ_ROW_ITEMS || item_d0[k] >= p.head_dim) item_row[k] = SJ_QUANT_TILE;  // never a row: x = 0
 #pragma unroll
     for (int i = 0; i < 8; ++i) mean[k][i] = 0.0f;
-    if (!is_q && item_row[k] < SJ_QUANT_TILE) {  // two 16-byte loads: k_mean is a 256-aligned section
+    if (!is_q && item_row[k] < SJ_QUANT_TILE) {  // two 16-byte loads (head_stats is 16-byte aligned)
       const SjVec16 low = ((const SjVec16*)(k_mean + item_d0[k]))[0], high = ((const SjVec16*)(k_mean + item_d0[k]))[1];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -355,8 +367,7 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
     // LSE correction: delta = x . mean_k of the query head's KV head (fp32, any order per the contract).
     // The chunks of one row sit in SJ_CHUNKS consecutive items: partial dots go through shared memory.
     if (is_q && p.want_lse_delta) {
-      const int hk = head / (p.heads_q / p.heads_kv);
-      const float* mean_k = p.k_mean + ((sj_i64)b * p.heads_kv + hk) * SJ_D;
+      const float* mean_k = head_stats;
       float* partial = scratch;  // SJ_THREADS floats, free after sj_block_amax
 #pragma unroll
       for (int k = 0; k < SJ_ROW_PER_THREAD; ++k) {
@@ -412,7 +423,7 @@ SJ_DEVICE void sj_store_words(sj_u32* destination, const sj_u32 (&words)[kWords]
 // Slots run0 .. run0 + SJ_V_RUN - 1 of channel d, v[s] the value of slot run0 + s (keys past the
 // sequence hold 0), quantized and stored.
 SJ_DEVICE void sj_store_v_run(const SjPrepareParams& p, const float (&v)[SJ_V_RUN], sj_i64 head, int d, int first_key,
-                              int run0) {
+                              int run0, const float* v_scale) {
   constexpr int slots = SJ_V_RUN;
   const sj_i64 row = (head * SJ_D + d) * p.seq_kv_pad + first_key + run0;
 #if SJ_PV_FP16
@@ -429,7 +440,7 @@ SJ_DEVICE void sj_store_v_run(const SjPrepareParams& p, const float (&v)[SJ_V_RU
   }
   sj_store_words((sj_u32*)((sj_u16*)p.v_quant + row), words);
 #else
-  const float scale = p.v_scale[head * SJ_D + d];
+  const float scale = v_scale[d];
   sj_u32 words[slots / 4];
   if (sj_divisor_fast(scale)) {
     // Every V of the channel is finite (its amax is), and keys past the sequence hold 0, which
@@ -463,7 +474,7 @@ SJ_DEVICE void sj_store_v_run(const SjPrepareParams& p, const float (&v)[SJ_V_RU
 // The item (pair, part): its runs over the tile staged in `tile` (the inputs' 16-bit values,
 // [key][channel], two channels per word), both channels of each run.
 SJ_DEVICE void sj_store_v_item(const SjPrepareParams& p, const sj_u32* tile, sj_i64 head, int pair, int part,
-                               int first_key) {
+                               int first_key, const float* v_scale) {
 #pragma unroll 1
   for (int run0 = part * SJ_V_SLOTS; run0 < (part + 1) * SJ_V_SLOTS; run0 += SJ_V_RUN) {
     sj_u32 raw[SJ_V_RUN];
@@ -472,10 +483,10 @@ SJ_DEVICE void sj_store_v_item(const SjPrepareParams& p, const sj_u32* tile, sj_
     float v[SJ_V_RUN];
 #pragma unroll
     for (int s = 0; s < SJ_V_RUN; ++s) v[s] = sj_from_dtype((sj_u16)(raw[s] & 0xFFFFu), SJ_DTYPE);
-    sj_store_v_run(p, v, head, 2 * pair, first_key, run0);
+    sj_store_v_run(p, v, head, 2 * pair, first_key, run0, v_scale);
 #pragma unroll
     for (int s = 0; s < SJ_V_RUN; ++s) v[s] = sj_from_dtype((sj_u16)(raw[s] >> 16), SJ_DTYPE);
-    sj_store_v_run(p, v, head, 2 * pair + 1, first_key, run0);
+    sj_store_v_run(p, v, head, 2 * pair + 1, first_key, run0, v_scale);
   }
 }
 
@@ -483,7 +494,9 @@ SJ_DEVICE void sj_store_v_item(const SjPrepareParams& p, const sj_u32* tile, sj_
 // order. The tile's 16-bit inputs are staged in shared memory (8-channel chunks, 16 bytes each, all
 // of a thread's loads in flight together); then each thread writes one item.
 #define SJ_V_STAGE_PER_THREAD (SJ_QUANT_TILE * SJ_CHUNKS / SJ_THREADS)
-SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int tile_index, SjVec16* tile SJ_KEY_MASK_ARGUMENT) {
+// head_stats: the V scales of the KV head, in shared memory.
+SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int tile_index, SjVec16* tile,
+                             const float* head_stats SJ_KEY_MASK_ARGUMENT) {
   const int tid = (int)sj_thread_x();
   const int first_key = tile_index * SJ_QUANT_TILE;
   const sj_i64 base = b * p.v_stride_b + hk * p.v_stride_h;
@@ -510,24 +523,52 @@ SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int tile_i
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
   static_assert(SJ_V_PAIRS * SJ_V_PARTS == SJ_THREADS && SJ_V_SLOTS % SJ_V_RUN == 0,
                 "one V item of whole runs per thread");
-  sj_store_v_item(p, (const sj_u32*)tile, head, tid % SJ_V_PAIRS, tid / SJ_V_PAIRS, first_key);
+  sj_store_v_item(p, (const sj_u32*)tile, head, tid % SJ_V_PAIRS, tid / SJ_V_PAIRS, first_key, head_stats);
+}
+
+// The KV head's K mean (what 1: K, 0: Q with an LSE correction) or V scales (what 2) into head_stats,
+// for a quantize workgroup: the finalize kernel's, or (p.finalize_in_quantize: short key sequences,
+// where that launch costs more than every workgroup summing the few partials itself) computed by the
+// finalize kernel's functions, so the values are the same; then a head's first K and V tiles (first)
+// also write the workspace's k_mean and v_scale (the attention kernel reads v_scale).
+SJ_DEVICE void sj_head_stats_to_shared(const SjPrepareParams& p, int b, int hk, int what, bool first,
+                                       float* head_stats SJ_KEY_MASK_ARGUMENT) {
+  const sj_i64 stats = ((sj_i64)b * p.heads_kv + hk) * SJ_D;
+  float* workspace = what == 2 ? p.v_scale : p.k_mean;
+  for (int d = (int)sj_thread_x(); d < SJ_D; d += SJ_THREADS) {
+    if (!p.finalize_in_quantize) {
+      head_stats[d] = workspace[stats + d];
+      continue;
+    }
+    const float value = what == 2 ? sj_head_v_scale(p, b, hk, d) : sj_head_k_mean(p, b, hk, d SJ_KEY_MASK_PASS);
+    head_stats[d] = value;
+    if (first) workspace[stats + d] = value;
+  }
+  sj_barrier();
 }
 
 SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_quantize(SjPrepareParams p SJ_KEY_MASK_ARGUMENT) {
   SJ_SHARED SjVec16 tile[SJ_QUANT_TILE * SJ_CHUNKS];  // one V tile's 16-bit inputs
   SJ_SHARED float scratch[SJ_SCRATCH_FLOATS];
+  SJ_SHARED __attribute__((aligned(16))) float head_stats[SJ_D];  // the K mean or the V scales of the tile's KV head
   const int b = (int)sj_block_y();
   int index = (int)sj_block_x();
   const int q_tiles = p.seq_q_pad / SJ_QUANT_TILE, k_tiles = p.seq_kv_pad / SJ_QUANT_TILE;
+  // The workgroup's tile: of Q, K or V, in that order along x (sj_quantize_workgroups).
   if (index < p.heads_q * q_tiles) {
-    sj_quantize_rows(p, true, b, index / q_tiles, index % q_tiles, scratch SJ_KEY_MASK_PASS);
+    const int head = index / q_tiles;
+    if (p.want_lse_delta)
+      sj_head_stats_to_shared(p, b, head / (p.heads_q / p.heads_kv), 0, false, head_stats SJ_KEY_MASK_PASS);
+    sj_quantize_rows(p, true, b, head, index % q_tiles, scratch, head_stats SJ_KEY_MASK_PASS);
     return;
   }
   index -= p.heads_q * q_tiles;
   if (index < p.heads_kv * k_tiles) {
-    sj_quantize_rows(p, false, b, index / k_tiles, index % k_tiles, scratch SJ_KEY_MASK_PASS);
+    sj_head_stats_to_shared(p, b, index / k_tiles, 1, index % k_tiles == 0, head_stats SJ_KEY_MASK_PASS);
+    sj_quantize_rows(p, false, b, index / k_tiles, index % k_tiles, scratch, head_stats SJ_KEY_MASK_PASS);
     return;
   }
   index -= p.heads_kv * k_tiles;
-  sj_quantize_v(p, b, index / k_tiles, index % k_tiles, tile SJ_KEY_MASK_PASS);
+  sj_head_stats_to_shared(p, b, index / k_tiles, 2, index % k_tiles == 0, head_stats SJ_KEY_MASK_PASS);
+  sj_quantize_v(p, b, index / k_tiles, index % k_tiles, tile, head_stats SJ_KEY_MASK_PASS);
 }

@@ -20,10 +20,11 @@ struct ValidCall {
 // Distinct, aligned, non-null addresses: validation must never touch them.
 inline void* fake_pointer(std::uintptr_t index) { return reinterpret_cast<void*>(index << 20); }
 
-// Sizes random within small ranges, dense strides in the layout's own order, all on device 0.
-inline ValidCall make_valid_call(Layout layout = Layout::HND) {
+// Sizes random within small ranges (key sequences up to max_seq_kv), dense strides in the layout's own
+// order, all on device 0.
+inline ValidCall make_valid_call(Layout layout = Layout::HND, std::int64_t max_seq_kv = 300) {
   const std::int64_t batch = random_in(1, 3), heads_kv = random_in(1, 4), group = random_in(1, 3);
-  const std::int64_t seq_q = random_in(1, 300), seq_kv = random_in(1, 300);
+  const std::int64_t seq_q = random_in(1, 300), seq_kv = random_in(1, max_seq_kv);
   const std::int64_t head_dim = 8 * random_in(1, 16);  // every accepted head dim, padded ones included
   const DType dtype = random_in(0, 1) != 0 ? DType::bf16 : DType::fp16;
   const auto shape = [&](std::int64_t heads, std::int64_t seq) {

@@ -107,7 +107,8 @@ TEST_CASE("a repeated call allocates nothing on the host and launches with its o
   static FakeDevice amd(Vendor::amd, "gfx1201:xnack-");
   for (int round = 0; round < 24; ++round) {
     FakeDevice& device = round % 2 == 0 ? nvidia : amd;
-    ValidCall call = make_valid_call(round % 4 < 2 ? Layout::HND : Layout::NHD);
+    // Keys up to 3000: both sides of the finalize rule (plan finalize_in_quantize, 1024 keys).
+    ValidCall call = make_valid_call(round % 4 < 2 ? Layout::HND : Layout::NHD, 3000);
     if (random_in(0, 1) != 0) call.options.lse = static_cast<float*>(fake_pointer(5));
     call.options.causal = random_in(0, 1) != 0;
     CAPTURE(round);
@@ -123,12 +124,33 @@ TEST_CASE("a repeated call allocates nothing on the host and launches with its o
       const AttentionPlan* repeated = pipeline.run(again);
       CHECK(allocations.stop() == 0);
       CHECK(repeated == plan);
-      // stats (when gathered), finalize, quantize, attention; prepare reads the call's own q.
-      const std::size_t launches = plan->gather_stats() ? 4 : 3;
+      // stats (when gathered), finalize (unless in quantize), quantize, attention; prepare reads the
+      // call's own q.
+      const std::size_t launches = 2 + (plan->gather_stats() ? 1 : 0) + (plan->finalize_in_quantize() ? 0 : 1);
       REQUIRE(device.seen_count == launches);
       CHECK(device.seen[0].first_input == again.q.data);
       CHECK(device.seen[launches - 1].first_input != nullptr);
     }
+  }
+}
+
+TEST_CASE("the finalize kernel is launched exactly for key sequences past 16 K-mean chunks") {
+  test::TempDir root;
+  CodeCache cache(test::settings_for(root / "cache"));
+  const FakeCompiler compiler;
+  static FakeDevice device(Vendor::nvidia, "sm_90");
+  for (const std::int64_t seq_kv : {1, 64, 1024, 1025, 4096}) {
+    CAPTURE(seq_kv);
+    ValidCall call = make_valid_call(Layout::HND, 1);
+    for (TensorView* view : {&call.k, &call.v}) {
+      view->shape[2] = seq_kv;
+      view->strides = contiguous_strides(view->shape);
+    }
+    Pipeline pipeline{device, compiler, cache, reinterpret_cast<Stream>(std::uintptr_t{0x200})};
+    device.seen_count = 0;
+    const AttentionPlan* plan = pipeline.run(call);  // smoothing (the default): stats run
+    CHECK(plan->finalize_in_quantize() == (seq_kv <= 1024));
+    CHECK(device.seen_count == (seq_kv <= 1024 ? 3u : 4u));
   }
 }
 

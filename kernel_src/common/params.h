@@ -20,6 +20,7 @@ struct SjPrepareParams {
   float q_mul;          // float(sm_scale * log2(e))
   int smooth_k;         // 0 | 1
   int want_lse_delta;   // 0 | 1: write lse_delta (only meaningful with smooth_k)
+  int finalize_in_quantize;  // 0 | 1: the quantize kernel computes the K mean and V scales itself (no finalize launch)
   // Workspace outputs.
   signed char* q8;       // [B, Hq, Nq_pad, D]
   float* q_scale;        // [B, Hq, Nq_pad / 32]

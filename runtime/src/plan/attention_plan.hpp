@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/constants.h"
 #include "core/target.hpp"
 #include "jit/kernel_desc.hpp"
 #include "plan/attention_call.hpp"
@@ -29,6 +30,9 @@ struct AttentionPlan {
 
   // The prepare stats kernel runs only when there is a K mean or a V amax to gather.
   bool gather_stats() const { return smooth_k || !spec.v.pv_fp16; }
+  // Short key sequences (at most SJ_FINALIZE_IN_QUANTIZE_MAX_CHUNKS K-mean chunks) skip the finalize
+  // kernel: the quantize kernel sums the partials itself (kernel_src/prepare.cu), one launch fewer.
+  bool finalize_in_quantize() const { return sj_k_mean_chunks(shape.seq_kv) <= SJ_FINALIZE_IN_QUANTIZE_MAX_CHUNKS; }
 };
 
 // Head dims of a call: the multiples of 8 from 8 to the largest kernel head dim (128). Prepare moves

@@ -97,6 +97,7 @@ void launch_attention(Device& device, int ordinal, const AttentionPlan& plan, co
   pp.q_mul = sj_q_multiplier(call.sm_scale);
   pp.smooth_k = plan.smooth_k ? 1 : 0;
   pp.want_lse_delta = plan.spec.write_lse && plan.smooth_k ? 1 : 0;
+  pp.finalize_in_quantize = plan.finalize_in_quantize() ? 1 : 0;
   set_shared_sections(pp, sections);
   if (plan.spec.key_mask != call.key_mask.present())  // the kernels take the mask argument exactly when planned
     fail(ErrorCode::invalid_argument, "run_attention: the plan was made {} a key mask but the call has {}",
@@ -114,9 +115,11 @@ void launch_attention(Device& device, int ordinal, const AttentionPlan& plan, co
   pp.k_mean_partial = sections.k_mean_partial.data();  // null without smoothing
   pp.v_amax_partial = sections.v_amax_partial.data();  // null for fp16 PV
 
-  // stats (only when there is a K mean or a V amax to gather), finalize, quantize.
+  // stats (only when there is a K mean or a V amax to gather), finalize (unless the quantize kernel
+  // does it), quantize.
   if (plan.gather_stats()) launch(device, ordinal, prepare, *plan.prepare, 0, plan.prepare_config, plan, stream, &pp, &key_mask);
-  launch(device, ordinal, prepare, *plan.prepare, 1, plan.prepare_config, plan, stream, &pp, &key_mask);
+  if (!plan.finalize_in_quantize())
+    launch(device, ordinal, prepare, *plan.prepare, 1, plan.prepare_config, plan, stream, &pp, &key_mask);
   launch(device, ordinal, prepare, *plan.prepare, 2, plan.prepare_config, plan, stream, &pp, &key_mask);
 
   SjAttentionParams ap{};
