@@ -120,9 +120,12 @@ def main():
             lines.append(f"| {tree} | {first['shape']} | {', '.join(fmt(w['with_library_load_ms']) for w in warm)} | "
                          f"{fmt(first['warm_best']['call_ms'])} |")
             if tree == "after":
-                best = first["warm_best"]["with_library_load_ms"]
-                targets.append(f"- first call from the disk cache (after, library load included): {best:.1f} ms "
-                               f"(target <= 10 ms: {'holds' if best <= 10 else 'MISSED'})")
+                # The median of the processes is the figure (one slow process is reported, not hidden).
+                loads = sorted(w["with_library_load_ms"] for w in warm)
+                median = loads[len(loads) // 2]
+                targets.append(f"- first call from the disk cache (after, library load included): median {median:.1f} ms "
+                               f"of {len(loads)} processes, slowest {loads[-1]:.1f} ms "
+                               f"(target <= 10 ms: {'holds' if median <= 10 else 'MISSED'})")
     lines += ["", "## Targets (figures of this run, not test thresholds)", ""] + targets
     print("\n".join(lines))
     with open(os.path.join(args.out, "host-cost.json"), "w") as f:
