@@ -9,7 +9,7 @@
 // is common/online_softmax.h, shared with the NVIDIA kernels and the CPU emulator.
 //
 // Compile-time parameters (all required; one code object per combination):
-//   SJ_HEAD_DIM 64|128, SJ_DTYPE 0 (bf16) | 1 (fp16), SJ_CAUSAL 0|1, SJ_WRITE_LSE 0|1,
+//   SJ_HEAD_DIM 64|128|256, SJ_DTYPE 0 (bf16) | 1 (fp16), SJ_CAUSAL 0|1, SJ_WRITE_LSE 0|1,
 //   SJ_WAVES, SJ_ROWS_PER_WAVE 16|32, SJ_BLOCK_N 32|64, SJ_STAGES 1|2. SJ_HEAD_DIM is the kernel head
 //   dim; out gets the call's p.head_dim columns (fewer when the call's head dim is zero-padded).
 //   SJ_KEY_MASK (optional, 1): a key mask (docs/NUMERICS.md "Key masks"), SjKeyMask as the second
@@ -67,7 +67,7 @@ constexpr int kChunks = kBlockN * kD / 16;
 constexpr int kChunkIters = (kChunks + kThreads - 1) / kThreads;
 constexpr bool kChunksExact = kChunks % kThreads == 0;
 
-static_assert(kD == 64 || kD == 128, "SJ_HEAD_DIM must be 64 or 128");
+static_assert(kD == 64 || kD == 128 || kD == 256, "SJ_HEAD_DIM must be 64, 128 or 256");
 static_assert(kRowsPerWave == 16 || kRowsPerWave == 32, "SJ_ROWS_PER_WAVE must be 16 or 32");
 static_assert(kBlockN == 32 || kBlockN == 64, "SJ_BLOCK_N must be 32 or 64");
 static_assert(kStages == 1 || kStages == 2, "SJ_STAGES must be 1 or 2");

@@ -52,9 +52,11 @@ SJ_DEVICE bool sj_tile_has_valid_key(const float* key_bias, int first_key, int l
 #define SJ_PV_STEPS (SJ_BLOCK_N * SJ_V_BYTES / 32)       // PV k-steps (32 keys fp8, 16 keys fp16)
 #define SJ_D_TILES (SJ_D / 8)
 #define SJ_THREADS (SJ_WARPS * 32)
-// With 32 rows per warp the Q fragments (32 registers) would push the kernel past 255 registers, so
-// they are staged once in shared memory (after the K/V stages) and re-read with ldmatrix per tile.
-#define SJ_Q_IN_SMEM (SJ_ROWS_PER_WARP == 32)
+// With 32 rows per warp, or at D = 256 (128 output registers per thread), the Q fragments (32
+// registers) would push the kernel past 255 registers, so they are staged once in shared memory (after
+// the K/V stages) and re-read with ldmatrix per tile. The descriptor's shared-memory size follows the
+// same rule (attention_sm80_desc.cpp, q_in_shared_memory).
+#define SJ_Q_IN_SMEM (SJ_ROWS_PER_WARP == 32 || SJ_D > 128)
 
 // Issue the cp.async copies of key tile `tile` into stage buffer `stage` (all threads take part).
 SJ_DEVICE void sj_load_tile(const SjAttentionParams& p, unsigned smem_base, int stage, int tile, const sj_i8* k_head,

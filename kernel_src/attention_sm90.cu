@@ -17,7 +17,7 @@
 // CTA barrier as the buffer release instead: it wins at non-causal D=128, where the table enables it.)
 //
 // Grid: (ceil(Nq / BLOCK_M), Hq, B); causal grids run the heaviest query blocks first.
-// Defines: SJ_HEAD_DIM (64|128), SJ_WARPS (4|8: one or two warpgroups), SJ_BLOCK_N (64|128), SJ_STAGES (2|3), SJ_DTYPE,
+// Defines: SJ_HEAD_DIM (64|128; 256 runs attention_sm80), SJ_WARPS (4|8: one or two warpgroups), SJ_BLOCK_N (64|128), SJ_STAGES (2|3), SJ_DTYPE,
 // SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS, SJ_TMA (0|1), SJ_KEY_MASK (optional, 1: a key mask,
 // docs/NUMERICS.md "Key masks", SjKeyMask as the last kernel argument: the key bias prepare wrote is
 // added to every score, a key tile without a valid key is not computed (it is still copied, so

@@ -15,7 +15,7 @@
 //                        tile of 128 rows of Q or K (four 32-row scale blocks), or of 128 keys of V,
 //                        per workgroup.
 //
-// Compile-time defines: SJ_HEAD_DIM (64|128), SJ_DTYPE (0 bf16, 1 fp16), SJ_PV_FP16 (0|1),
+// Compile-time defines: SJ_HEAD_DIM (64|128|256), SJ_DTYPE (0 bf16, 1 fp16), SJ_PV_FP16 (0|1),
 // SJ_PREPARE_THREADS (128|256), SJ_V_PERMUTE (0 natural key order, 1 the sm80 fp8 order of
 // arch/mma_sm80.h), SJ_KEY_MASK (optional, 1: a key mask, docs/NUMERICS.md "Key masks": a masked key
 // is left out like a key past Nk everywhere: the K mean (over the valid keys, counted per chunk),
@@ -52,8 +52,9 @@
 #define SJ_PREPARE_BOUNDS __attribute__((amdgpu_flat_work_group_size(1, SJ_THREADS)))
 #else
 // At least four workgroups per SM (64 registers at 256 threads): the quantize kernel streams, and
-// more resident warps keep more loads in flight.
-#define SJ_PREPARE_BOUNDS __launch_bounds__(SJ_THREADS, 4)
+// more resident warps keep more loads in flight. At D = 256 a thread's share of a row block is twice
+// as large and 64 registers spill (240 bytes per thread under NVRTC 13): two workgroups.
+#define SJ_PREPARE_BOUNDS __launch_bounds__(SJ_THREADS, SJ_D > 128 ? 2 : 4)
 #endif
 
 SJ_DEVICE float sj_load_input(const void* base, sj_i64 offset) {
@@ -396,11 +397,17 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
   }
 }
 
-// Work items of the V store: (channel pair, part). A thread takes two neighbouring channels, whose
-// 16-bit inputs of one key are one 32-bit shared-memory word, and SJ_V_SLOTS consecutive slots of
+// A V tile is staged in passes of at most 128 channels: a whole 256-channel tile of 16-bit inputs
+// would take 64 KiB of shared memory (more than a static NVIDIA allocation, all of a gfx12 LDS).
+#define SJ_V_PASS_D (SJ_D < 128 ? SJ_D : 128)
+#define SJ_V_PASSES (SJ_D / SJ_V_PASS_D)
+#define SJ_V_PASS_CHUNKS (SJ_V_PASS_D / 8)  // 8-channel chunks of a pass
+
+// Work items of the V store: (channel pair, part) of a pass. A thread takes two neighbouring channels,
+// whose 16-bit inputs of one key are one 32-bit shared-memory word, and SJ_V_SLOTS consecutive slots of
 // them, written in runs of SJ_V_RUN slots; consecutive threads take consecutive pairs
-// (conflict-free reads). SJ_V_PAIRS * SJ_V_PARTS == SJ_THREADS: every thread has one item.
-#define SJ_V_PAIRS (SJ_D / 2)
+// (conflict-free reads). SJ_V_PAIRS * SJ_V_PARTS == SJ_THREADS: every thread has one item per pass.
+#define SJ_V_PAIRS (SJ_V_PASS_D / 2)
 #define SJ_V_PARTS (SJ_THREADS / SJ_V_PAIRS)     // 2, 4 or 8
 #define SJ_V_SLOTS (SJ_QUANT_TILE / SJ_V_PARTS)  // 64, 32 or 16 slots per item
 #define SJ_V_RUN 16
@@ -471,10 +478,11 @@ SJ_DEVICE void sj_store_v_run(const SjPrepareParams& p, const float (&v)[SJ_V_RU
 #endif
 }
 
-// The item (pair, part): its runs over the tile staged in `tile` (the inputs' 16-bit values,
-// [key][channel], two channels per word), both channels of each run.
+// The item (pair, part) of the pass whose first channel is pass_d0: its runs over the pass staged in
+// `tile` (the inputs' 16-bit values, [key][channel of the pass], two channels per word), both
+// channels of each run.
 SJ_DEVICE void sj_store_v_item(const SjPrepareParams& p, const sj_u32* tile, sj_i64 head, int pair, int part,
-                               int first_key, const float* v_scale) {
+                               int pass_d0, int first_key, const float* v_scale) {
 #pragma unroll 1
   for (int run0 = part * SJ_V_SLOTS; run0 < (part + 1) * SJ_V_SLOTS; run0 += SJ_V_RUN) {
     sj_u32 raw[SJ_V_RUN];
@@ -483,17 +491,17 @@ SJ_DEVICE void sj_store_v_item(const SjPrepareParams& p, const sj_u32* tile, sj_
     float v[SJ_V_RUN];
 #pragma unroll
     for (int s = 0; s < SJ_V_RUN; ++s) v[s] = sj_from_dtype((sj_u16)(raw[s] & 0xFFFFu), SJ_DTYPE);
-    sj_store_v_run(p, v, head, 2 * pair, first_key, run0, v_scale);
+    sj_store_v_run(p, v, head, pass_d0 + 2 * pair, first_key, run0, v_scale);
 #pragma unroll
     for (int s = 0; s < SJ_V_RUN; ++s) v[s] = sj_from_dtype((sj_u16)(raw[s] >> 16), SJ_DTYPE);
-    sj_store_v_run(p, v, head, 2 * pair + 1, first_key, run0, v_scale);
+    sj_store_v_run(p, v, head, pass_d0 + 2 * pair + 1, first_key, run0, v_scale);
   }
 }
 
 // One tile of SJ_QUANT_TILE keys of V: quantize and store transposed, keys in the target's slot
-// order. The tile's 16-bit inputs are staged in shared memory (8-channel chunks, 16 bytes each, all
-// of a thread's loads in flight together); then each thread writes one item.
-#define SJ_V_STAGE_PER_THREAD (SJ_QUANT_TILE * SJ_CHUNKS / SJ_THREADS)
+// order. Each pass's 16-bit inputs are staged in shared memory (8-channel chunks, 16 bytes each, all
+// of a thread's loads in flight together); then each thread writes one item of the pass.
+#define SJ_V_STAGE_PER_THREAD (SJ_QUANT_TILE * SJ_V_PASS_CHUNKS / SJ_THREADS)
 // head_stats: the V scales of the KV head, in shared memory.
 SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int tile_index, SjVec16* tile,
                              const float* head_stats SJ_KEY_MASK_ARGUMENT) {
@@ -501,29 +509,34 @@ SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int tile_i
   const int first_key = tile_index * SJ_QUANT_TILE;
   const sj_i64 base = b * p.v_stride_b + hk * p.v_stride_h;
   const bool vector = sj_rows_aligned(p.v, base, p.v_stride_n);
-  static_assert(SJ_V_STAGE_PER_THREAD * SJ_THREADS == SJ_QUANT_TILE * SJ_CHUNKS, "whole staging passes");
-  SjVec16 raw[SJ_V_STAGE_PER_THREAD];
-#pragma unroll
-  for (int k = 0; k < SJ_V_STAGE_PER_THREAD; ++k) {
-    const int item = tid + k * SJ_THREADS;
-    const int key = item / SJ_CHUNKS, d0 = (item % SJ_CHUNKS) * 8;
-    const int n = first_key + key;
-    raw[k] = SjVec16{{0u, 0u, 0u, 0u}};  // the bits of +0
-#if SJ_KEY_MASK
-    const bool kept = n < p.seq_kv && sj_key_valid(km, b, n);  // a masked key is staged as +0: code 0
-#else
-    const bool kept = n < p.seq_kv;
-#endif
-    if (kept && d0 < p.head_dim) raw[k] = sj_load_raw_chunk(p.v, base + n * p.v_stride_n + d0, vector);
-  }
-#pragma unroll
-  // item tid + k * SJ_THREADS == key * SJ_CHUNKS + d0 / 8: the tile is [key][channel]
-  for (int k = 0; k < SJ_V_STAGE_PER_THREAD; ++k) tile[tid + k * SJ_THREADS] = raw[k];
-  sj_barrier();
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
+  static_assert(SJ_V_STAGE_PER_THREAD * SJ_THREADS == SJ_QUANT_TILE * SJ_V_PASS_CHUNKS, "whole staging passes");
   static_assert(SJ_V_PAIRS * SJ_V_PARTS == SJ_THREADS && SJ_V_SLOTS % SJ_V_RUN == 0,
                 "one V item of whole runs per thread");
-  sj_store_v_item(p, (const sj_u32*)tile, head, tid % SJ_V_PAIRS, tid / SJ_V_PAIRS, first_key, head_stats);
+#pragma unroll
+  for (int pass = 0; pass < SJ_V_PASSES; ++pass) {
+    const int pass_d0 = pass * SJ_V_PASS_D;
+    SjVec16 raw[SJ_V_STAGE_PER_THREAD];
+#pragma unroll
+    for (int k = 0; k < SJ_V_STAGE_PER_THREAD; ++k) {
+      const int item = tid + k * SJ_THREADS;
+      const int key = item / SJ_V_PASS_CHUNKS, d0 = pass_d0 + (item % SJ_V_PASS_CHUNKS) * 8;
+      const int n = first_key + key;
+      raw[k] = SjVec16{{0u, 0u, 0u, 0u}};  // the bits of +0
+#if SJ_KEY_MASK
+      const bool kept = n < p.seq_kv && sj_key_valid(km, b, n);  // a masked key is staged as +0: code 0
+#else
+      const bool kept = n < p.seq_kv;
+#endif
+      if (kept && d0 < p.head_dim) raw[k] = sj_load_raw_chunk(p.v, base + n * p.v_stride_n + d0, vector);
+    }
+    if (pass > 0) sj_barrier();  // every thread has read the previous pass's tile
+    // item tid + k * SJ_THREADS == key * SJ_V_PASS_CHUNKS + (d0 - pass_d0) / 8: the tile is [key][channel]
+#pragma unroll
+    for (int k = 0; k < SJ_V_STAGE_PER_THREAD; ++k) tile[tid + k * SJ_THREADS] = raw[k];
+    sj_barrier();
+    sj_store_v_item(p, (const sj_u32*)tile, head, tid % SJ_V_PAIRS, tid / SJ_V_PAIRS, pass_d0, first_key, head_stats);
+  }
 }
 
 // The KV head's K mean (what 1: K, 0: Q with an LSE correction) or V scales (what 2) into head_stats,
@@ -548,7 +561,7 @@ SJ_DEVICE void sj_head_stats_to_shared(const SjPrepareParams& p, int b, int hk, 
 }
 
 SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_quantize(SjPrepareParams p SJ_KEY_MASK_ARGUMENT) {
-  SJ_SHARED SjVec16 tile[SJ_QUANT_TILE * SJ_CHUNKS];  // one V tile's 16-bit inputs
+  SJ_SHARED SjVec16 tile[SJ_QUANT_TILE * SJ_V_PASS_CHUNKS];  // one V pass's 16-bit inputs
   SJ_SHARED float scratch[SJ_SCRATCH_FLOATS];
   SJ_SHARED __attribute__((aligned(16))) float head_stats[SJ_D];  // the K mean or the V scales of the tile's KV head
   const int b = (int)sj_block_y();

@@ -58,12 +58,12 @@ std::vector<Case> cases(Layout layout) {
        [](ValidCall& c) {
          for (TensorView* t : {&c.q, &c.k, &c.v, &c.out}) t->shape[3] = 100, t->strides = contiguous_strides(t->shape);
        },
-       ErrorCode::unsupported, {"head_dim 100", "multiples of 8 from 8 to 128", "[64, 128]"}},
-      {"head_dim 136 (above 128)",
+       ErrorCode::unsupported, {"head_dim 100", "multiples of 8 from 8 to 256", "[64, 128, 256]"}},
+      {"head_dim 264 (above 256)",
        [](ValidCall& c) {
-         for (TensorView* t : {&c.q, &c.k, &c.v, &c.out}) t->shape[3] = 136, t->strides = contiguous_strides(t->shape);
+         for (TensorView* t : {&c.q, &c.k, &c.v, &c.out}) t->shape[3] = 264, t->strides = contiguous_strides(t->shape);
        },
-       ErrorCode::unsupported, {"head_dim 136", "multiples of 8 from 8 to 128", "[64, 128]"}},
+       ErrorCode::unsupported, {"head_dim 264", "multiples of 8 from 8 to 256", "[64, 128, 256]"}},
       {"innermost stride", [](ValidCall& c) { c.v.strides[3] = 2; }, ErrorCode::invalid_argument,
        {"v.strides[3]", "stride 1"}},
       {"negative stride", [n](ValidCall& c) { c.k.strides[n] = -c.k.strides[n]; }, ErrorCode::invalid_argument,

@@ -124,7 +124,9 @@ TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the
   // With a key mask (docs/NUMERICS.md "Key masks"): bf16 D=128 and the heaviest variant (fp16 D=128
   // causal LSE), at 16 rows per wave, the only rows per wave the resource check accepts for it
   // (gfx12_key_mask_rows_per_wave: a table's 32-row config runs masked calls at 16).
-  std::vector<Specimen> specimens(5);
+  // D=256 (16 rows per wave: at 32 the O^T accumulators alone are 256 VGPRs): bf16 plain, and the
+  // heaviest variant, fp16 causal LSE with a key mask.
+  std::vector<Specimen> specimens(7);
   specimens[0].label = "bf16 D=128";
   specimens[0].spec.dtype = 0;
   specimens[0].spec.head_dim = 128;
@@ -148,6 +150,14 @@ TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the
   specimens[4].spec = specimens[2].spec;
   specimens[4].spec.key_mask = true;
   specimens[4].only_rows_per_wave = 16;
+  specimens[5].label = "bf16 D=256";
+  specimens[5].spec.dtype = 0;
+  specimens[5].spec.head_dim = 256;
+  specimens[5].only_rows_per_wave = 16;
+  specimens[6].label = "fp16 D=256 causal lse key mask";
+  specimens[6].spec = specimens[4].spec;
+  specimens[6].spec.head_dim = 256;
+  specimens[6].only_rows_per_wave = 16;
 
   struct Job {
     const Specimen* specimen;
@@ -173,6 +183,9 @@ TEST_CASE("gfx12 attention: every candidate config compiles for gfx1201 with the
   // The table's default, as the plan runs it for each specimen (kernel_table_config), must be accepted.
   const TileConfig default_config = kernel_config_of(attention_gfx12_kernel, attention.at("default").get<TileConfig>());
   for (const Specimen& specimen : specimens) {
+    // D=256 runs the tables' own entries (the default's 32 rows per wave do not fit): the plan test
+    // below builds what the plan picks for it.
+    if (specimen.spec.head_dim > 128) continue;
     const TileConfig fitted = kernel_table_config(attention_gfx12_kernel, default_config, specimen.spec);
     CHECK_MESSAGE(check_kernel_config(attention_gfx12_kernel, fitted, specimen.spec, kTarget).empty(),
                   "default config ", config_id(fitted), " rejected for ", specimen.label);
@@ -278,11 +291,12 @@ TEST_CASE("gfx12 attention descriptor rejects what the kernel does not support, 
   CHECK(std::find(defines.begin(), defines.end(), std::pair<std::string, std::string>{"SJ_HEAD_DIM", "128"}) != defines.end());
 }
 
-// Head dims below 128 run zero-padded (plan/attention_plan.hpp kernel_head_dim_for): the plan of a
-// D=40 call (SD 1.5) and of a D=96 causal LSE call (Lumina 2) on gfx1201 takes the D=64 / D=128 code
-// objects, whose prologue reads p.head_dim channels and whose epilogue writes p.head_dim columns;
-// exactly those code objects (the plan's configs from the gfx1201 table) must build with clang-22.
-TEST_CASE("gfx12: the plan's kernels for zero-padded head dims (D=40, D=96) build for gfx1201") {
+// Head dims other than 64, 128 and 256 run zero-padded (plan/attention_plan.hpp kernel_head_dim_for):
+// the plan of a D=40 call (SD 1.5), of a D=96 causal LSE call (Lumina 2) and of a D=160 call (SD 1.5's
+// deepest UNet blocks) on gfx1201 takes the D=64 / D=128 / D=256 code objects, whose prologue reads
+// p.head_dim channels and whose epilogue writes p.head_dim columns; exactly those code objects (the
+// plan's configs from the gfx1201 table) must build with clang-22, as must a D=256 causal LSE call's.
+TEST_CASE("gfx12: the plan's kernels for head dims 40, 96, 160 (zero-padded) and 256 build for gfx1201") {
   const Tools tools = configured_tools();
   if (const std::string missing = missing_build_tools(tools); !missing.empty()) {
     SAGEJIT_SKIP(missing);
@@ -290,19 +304,19 @@ TEST_CASE("gfx12: the plan's kernels for zero-padded head dims (D=40, D=96) buil
   }
   const fs::path directory = fs::temp_directory_path() / fmt::format("sagejit-gfx12-padded-{}", ::getpid());
   fs::create_directories(directory);
-  for (const std::int64_t head_dim : {40, 96}) {
+  for (const std::int64_t head_dim : {40, 96, 160, 256}) {
     AttentionCall call;
     call.heads_q = call.heads_kv = 2;
     call.seq_q = 300;
     call.seq_kv = 500;
     call.head_dim = head_dim;
     call.sm_scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-    call.causal = call.want_lse = head_dim == 96;
-    call.dtype = head_dim == 96 ? DType::fp16 : DType::bf16;
+    call.causal = call.want_lse = head_dim == 96 || head_dim == 256;
+    call.dtype = call.causal ? DType::fp16 : DType::bf16;
     const AttentionPlan plan = plan_attention(call, kTarget);
     CAPTURE(head_dim);
     CHECK(plan.head_dim == head_dim);
-    CHECK(plan.spec.head_dim == (head_dim <= 64 ? 64 : 128));
+    CHECK(plan.spec.head_dim == (head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : 256));
     for (const auto& [desc, config] : {std::pair{plan.attention, plan.attention_config}, {plan.prepare, plan.prepare_config}}) {
       const IsaFigures got = build_and_inspect(*desc, config, plan.spec, tools, directory);
       INFO(desc->name, " ", config_id(config), ": ", got.error);

@@ -218,6 +218,9 @@ TEST_CASE("GPU attention: small shapes (sanitizer-sized)") {
     for (bool causal : {false, true}) {
       const Case c = gqa_lengths_case(100, 161, causal, true);
       check_attention(*gpu, c, config(4, 16, 64, 2, pv), static_cast<std::uint64_t>(seed++), emulator_only);
+      Case wide = c;  // D = 256 (the V tile staged in two channel passes by prepare)
+      wide.head_dim = 256;
+      check_attention(*gpu, wide, config(4, 16, 32, 2, pv), static_cast<std::uint64_t>(seed++), emulator_only);
       if (gpu->target == "sm_90" && pv == 0)  // the wgmma kernel as shipped for sm_90, both K/V loaders
         for (int tma : {0, 1}) {
           const TileConfig shipped{{"warps", 4},  {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2},
@@ -284,7 +287,40 @@ TEST_CASE("GPU attention: wgmma kernel (sm_90), quality, features and odd length
 // strides of q, k, v and out are padded by (kernel dim - D) poisoned elements: a padded column written
 // to out lands in that padding (out_padding_intact), one read from q/k/v is a NaN that spoils the
 // block's scale (the emulator comparison fails). Shapes and flags are random (logged seed).
-TEST_CASE("GPU attention: zero-padded head dims (D = 8, 32, 40, 80, 96, 120)") {
+// D = 256, natively: the tuning tables' kernel and config (on sm_90 the mma.sync kernel at 16 rows per
+// warp: the wgmma kernel stops at 128), and explicit configs of both PV families, on the quality case,
+// the features (causal fp16 with LSE, GQA in NHD with padded strides) and odd lengths.
+TEST_CASE("GPU attention: head dim 256, quality, features and odd lengths") {
+  const auto gpu = gpu_or_skip();
+  if (!gpu) return;
+  const Expect quality{0.999, 0.06, true};
+  const Expect emulator_only{0.0, 1.0, false};
+  std::vector<TileConfig> configs{TileConfig{}};
+  if (gpu->target.rfind("sm_", 0) == 0)
+    for (int pv : {0, 1})
+      for (int block_n : {32, 64}) configs.push_back(config(4, 16, block_n, 2, pv));
+  std::uint64_t seed = 90;
+  for (const TileConfig& attention : configs) {
+    Case c;
+    c.head_dim = 256;
+    c.heads_q = c.heads_kv = 2;
+    c.seq_q = c.seq_kv = 1024;
+    check_attention(*gpu, c, attention, seed++, quality);
+    Case causal = causal_fp16_lse_case();
+    causal.head_dim = 256;
+    check_attention(*gpu, causal, attention, seed++, quality);
+    Case gqa = gqa_nhd_causal_case();
+    gqa.head_dim = 256;
+    check_attention(*gpu, gqa, attention, seed++, emulator_only);
+    for (const auto& [nq, nk] : {std::pair{17, 33}, std::pair{127, 31}}) {
+      Case odd = gqa_lengths_case(nq, nk, seed % 2 == 0, true);
+      odd.head_dim = 256;
+      check_attention(*gpu, odd, attention, seed++, emulator_only);
+    }
+  }
+}
+
+TEST_CASE("GPU attention: zero-padded head dims (D = 8, 32, 40, 80, 96, 120, 160, 192)") {
   const auto gpu = gpu_or_skip();
   if (!gpu) return;
   std::vector<TileConfig> configs{TileConfig{}};  // empty: the tuning tables' choice
@@ -296,8 +332,12 @@ TEST_CASE("GPU attention: zero-padded head dims (D = 8, 32, 40, 80, 96, 120)") {
     for (int tma : {0, 1})
       configs.push_back(TileConfig{{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2},
                                    {"pv_fp16", 0}, {"wgmma", 1}, {"min_blocks", 3}, {"tma", tma}});
-  for (std::int64_t head_dim : {8, 32, 40, 80, 96, 120})
+  for (std::int64_t head_dim : {8, 32, 40, 80, 96, 120, 160, 192})
     for (const TileConfig& attention : configs) {
+      // Above 128 (run at 256) the descriptors refuse the wgmma kernel and 32 rows per warp.
+      if (head_dim > 128 && (attention.contains("wgmma") || (attention.contains("rows_per_warp") &&
+                                                             attention.at("rows_per_warp") == 32)))
+        continue;
       Case c = random_padded_head_dim_case(head_dim, 700, 1500);
       c.causal = test::random_in(0, 1) != 0;
       c.lse = test::random_in(0, 1) != 0;

@@ -8,6 +8,7 @@
 
 #include "skip_support.hpp"
 
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -42,7 +43,7 @@ Case random_masked_case(std::uint64_t seed) {
   c.heads_q = c.heads_kv * random_in(1, 3);
   c.seq_q = random_in(1, 600);
   c.seq_kv = random_in(1, 1500);
-  c.head_dim = random_in(0, 1) != 0 ? 64 : 128;
+  c.head_dim = std::array<std::int64_t, 3>{64, 128, 256}[static_cast<std::size_t>(random_in(0, 2))];
   c.layout = random_in(0, 1) != 0 ? Layout::NHD : Layout::HND;
   c.causal = random_in(0, 2) == 0;
   c.smooth_k = random_in(0, 3) != 0;
@@ -132,6 +133,7 @@ TEST_CASE("GPU key masks: prepare bit for bit, output within noise of the emulat
   for (int trial = 0; trial < 8; ++trial) {
     Case c = random_masked_case(seed++);
     for (const TileConfig& config : configs) {
+      if (c.head_dim > 128 && config.contains("wgmma")) continue;  // the wgmma kernel stops at 128
       c.attention = config;
       check_masked(*gpu, c);
     }

@@ -66,6 +66,15 @@ TEST_CASE("GPU prepare matches the emulator bit for bit") {
   n.seed = 4;
   check_prepare(*gpu, n);
 
+  // D256 (prepare stages a V tile in two 128-channel passes), NHD with padded strides, both V formats
+  // and both thread counts
+  for (int threads : {128, 256}) {
+    const Case wide{.seq_q = 100, .seq_kv = 700, .head_dim = 256, .layout = Layout::NHD, .padding = {2, 6, 4},
+                    .lse = true, .fill = Fill::channel_offsets, .attention = threads == 128 ? fp8 : fp16,
+                    .prepare = {{"threads", threads}}, .seed = static_cast<std::uint64_t>(6 + threads)};
+    check_prepare(*gpu, wide);
+  }
+
   // one token; equal rows (ties in the int8 rounding)
   const Case tiny{.seq_q = 1, .seq_kv = 1, .fill = Fill::equal_rows, .attention = fp8, .seed = 5};
   check_prepare(*gpu, tiny);
@@ -85,7 +94,7 @@ TEST_CASE("GPU prepare: int8 ties and e4m3 midpoints match the emulator bit for 
   const std::uint64_t seed = test::random_in(0, 1 << 30);
   CAPTURE(seed);
   for (int threads : {128, 256})
-    for (std::int64_t head_dim : {64, 128}) {
+    for (std::int64_t head_dim : {64, 128, 256}) {
       Case c{.seq_q = 64, .seq_kv = 200, .head_dim = head_dim, .smooth_k = false,
              .attention = {{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 64}, {"stages", 2}, {"pv_fp16", 0}},
              .prepare = {{"threads", threads}}, .seed = seed + static_cast<std::uint64_t>(threads + head_dim)};
@@ -119,7 +128,7 @@ TEST_CASE("GPU prepare: int8 ties and e4m3 midpoints match the emulator bit for 
 TEST_CASE("GPU prepare of zero-padded head dims matches the emulator bit for bit") {
   const auto gpu = gpu_or_skip();
   if (!gpu) return;
-  for (std::int64_t head_dim : {8, 32, 40, 80, 96, 120}) {
+  for (std::int64_t head_dim : {8, 32, 40, 80, 96, 120, 160, 248}) {
     Case c = random_padded_head_dim_case(head_dim, 400, 1200);
     c.smooth_k = test::random_in(0, 3) != 0;
     c.lse = test::random_in(0, 1) != 0;

@@ -131,7 +131,7 @@ TEST_CASE("at most plan_cache_capacity signatures, the least recently used dropp
 
 TEST_CASE("a call that cannot be planned throws every time and is not kept") {
   clear_plan_cache();
-  AttentionCall call = {.seq_q = 64, .seq_kv = 64, .head_dim = 160, .sm_scale = 0.125f};
+  AttentionCall call = {.seq_q = 64, .seq_kv = 64, .head_dim = 264, .sm_scale = 0.125f};
   for (int i = 0; i < 2; ++i) CHECK_THROWS_AS(cached_plan(call, parse_target("sm_90")), Error);
   call.head_dim = 64;
   call.heads_q = 3, call.heads_kv = 2;

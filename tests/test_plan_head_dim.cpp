@@ -36,34 +36,34 @@ std::string unsupported_message(std::int64_t head_dim) {
 
 }  // namespace
 
-TEST_CASE("head dims: multiples of 8 up to 128 are accepted, each runs at the next kernel head dim") {
+TEST_CASE("head dims: multiples of 8 up to 256 are accepted, each runs at the next kernel head dim") {
   int accepted = 0;
   for (std::int64_t d = -8; d <= 300; ++d) {
     CAPTURE(d);
-    const bool expected = d >= 8 && d <= 128 && d % 8 == 0;
+    const bool expected = d >= 8 && d <= 256 && d % 8 == 0;
     if (expected) {
       ++accepted;
       CHECK_NOTHROW(check_head_dim(d));
       const int kernel_dim = kernel_head_dim_for(d);
-      CHECK(kernel_dim == (d <= 64 ? 64 : 128));  // kernel_head_dims = {64, 128}: the smallest one >= D
+      CHECK(kernel_dim == (d <= 64 ? 64 : d <= 128 ? 128 : 256));  // kernel_head_dims = {64, 128, 256}: the smallest one >= D
       CHECK(is_kernel_head_dim(kernel_dim));
       if (is_kernel_head_dim(static_cast<int>(d))) CHECK(kernel_dim == d);  // native dims are not padded
     } else {
       const std::string message = unsupported_message(d);
       CHECK_MESSAGE(message.find("head_dim " + std::to_string(d)) != std::string::npos, message);
-      CHECK_MESSAGE(message.find("multiples of 8 from 8 to 128") != std::string::npos, message);
-      CHECK_MESSAGE(message.find("[64, 128]") != std::string::npos, message);
+      CHECK_MESSAGE(message.find("multiples of 8 from 8 to 256") != std::string::npos, message);
+      CHECK_MESSAGE(message.find("[64, 128, 256]") != std::string::npos, message);
       CHECK_THROWS_AS(kernel_head_dim_for(d), Error);
     }
   }
-  CHECK(accepted == 16);
+  CHECK(accepted == 32);
   for (std::int64_t huge : {std::int64_t{1} << 31, std::int64_t{1} << 40, std::int64_t{-1} << 40})
     CHECK_THROWS_AS(check_head_dim(huge), Error);
 }
 
 TEST_CASE("a padded head dim plans onto the kernel head dim: specialization, workspace, tuning key, limits") {
   for (const char* target : {"sm_90", "sm_89", "gfx1201"}) {
-    for (std::int64_t d = 8; d <= 128; d += 8) {
+    for (std::int64_t d = 8; d <= 256; d += 8) {
       CAPTURE(target);
       CAPTURE(d);
       const AttentionCall call = call_with_head_dim(d);

@@ -1,7 +1,9 @@
 // Host checks of the Hopper wgmma attention kernel (kernel_src/attention_sm90.cu): which configs
 // select it, what its descriptor accepts, that it is built for sm_90a, and — where NVRTC is present
 // (no GPU needed) — that every valid config of the shipped sm_90 space compiles, with no local-memory
-// spills in the configs that do not cap registers. The fragment bookkeeping is in test_sm90_layout.
+// spills in the configs that do not cap registers; and that head dims above 128, which it refuses, plan
+// onto the mma.sync kernel (sm_90 and sm_89 tables), whose objects compile without spills. The
+// fragment bookkeeping is in test_sm90_layout.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -183,4 +185,58 @@ TEST_CASE("the wgmma kernel is compiled for the arch-specific target; the others
   CHECK(kernel_compile_target(sm90, parse_target("sm_90a")) == "sm_90a");
   CHECK(kernel_compile_target(kernel_by_name("attention_sm80"), parse_target("sm_90")) == "sm_90");
   CHECK(kernel_compile_target(kernel_by_name("prepare"), parse_target("gfx1201:xnack-")) == "gfx1201:xnack-");
+}
+
+// D=256 (and D=160, run at 256): the wgmma kernel refuses it with the reason, the sm_90 and sm_89 tables
+// give the mma.sync kernel at 16 rows per warp, and the plan's objects (attention and prepare, both
+// PV formats' V order) compile under NVRTC with no local memory.
+TEST_CASE("head dims above 128 plan onto attention_sm80 on sm_90 and sm_89; its objects compile without spills") {
+  const std::string refused = check_kernel_config(kernel_by_name("attention_sm90"), wgmma_config(4, 64, 2, 1),
+                                                  spec_of(256, false), "sm_90");
+  CHECK_MESSAGE(refused.find("head_dim 256") != std::string::npos, refused);
+  TileConfig wide_rows{{"warps", 4}, {"rows_per_warp", 32}, {"block_n", 32}, {"stages", 2}, {"pv_fp16", 0}};
+  const std::string too_many = check_kernel_config(kernel_by_name("attention_sm80"), wide_rows, spec_of(256, false), "sm_90");
+  CHECK_MESSAGE(too_many.find("rows_per_warp 32") != std::string::npos, too_many);
+
+  const Compiler* nvrtc = nullptr;
+  try {
+    nvrtc = &compiler(CompilerKind::nvrtc);
+  } catch (const Error& error) {
+    FAIL("NVRTC could not be loaded, so the D=256 objects cannot be compiled: " << std::string(error.what()));
+  }
+  int compiled = 0;
+  for (const char* target : {"sm_90", "sm_89"})
+    for (const auto& [head_dim, causal] : {std::pair{256, false}, std::pair{160, true}}) {
+      AttentionCall call;
+      call.seq_q = call.seq_kv = 1000;
+      call.head_dim = head_dim;
+      call.sm_scale = 0.0625f;
+      call.causal = call.want_lse = causal;
+      call.dtype = causal ? DType::fp16 : DType::bf16;
+      const AttentionPlan plan = plan_attention(call, target);
+      CAPTURE(target);
+      CAPTURE(head_dim);
+      CHECK(plan.spec.head_dim == 256);
+      CHECK(plan.attention->name == "attention_sm80");
+      CHECK(plan.attention_config.at("rows_per_warp") == 16);
+      for (const auto& [desc, config] : {std::pair{plan.attention, plan.attention_config}, {plan.prepare, plan.prepare_config}}) {
+        const KernelBuild build = plan_build(*desc, config, plan.spec, target, *nvrtc);
+        const CompileResult result = nvrtc->compile({build.rendered.name, build.rendered.source, build.rendered.target,
+                                                     build.rendered.options});
+        REQUIRE(result.code.size() > 4);
+#if SAGEJIT_HAVE_CODE_OBJECT_STATS
+        const tools::CodeObjectStats stats = tools::read_code_object_stats(result.code);
+        REQUIRE(stats.registers.has_value());
+        REQUIRE(stats.scratch.has_value());
+        // The attention kernel without local memory; prepare with at most the 8-byte stack frame its
+        // D=128 object has too (NVRTC 13).
+        CHECK(*stats.scratch <= (desc == plan.attention ? 0u : 8u));
+        MESSAGE(target << " " << desc->name << " " << config_id(config) << " D" << head_dim << ": "
+                       << tools::figure(stats.registers) << " registers, " << tools::figure(stats.scratch)
+                       << " bytes of local memory per thread");
+#endif
+        ++compiled;
+      }
+    }
+  CHECK(compiled == 8);
 }

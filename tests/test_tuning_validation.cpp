@@ -90,7 +90,7 @@ TEST_CASE("each validation error names the file, the JSON pointer and what was e
       {[](Json& t) { entry0(t)["problem"]["dtype"] = "fp32"; },
        "/kernels/attention/entries/0/problem/dtype: \"fp32\" is not one of [\"bf16\", \"fp16\"]"},
       {[](Json& t) { entry0(t)["problem"]["head_dim"] = 96; },
-       "/kernels/attention/entries/0/problem/head_dim: 96 is not one of [64, 128]"},
+       "/kernels/attention/entries/0/problem/head_dim: 96 is not one of [64, 128, 256]"},
       {[](Json& t) { entry0(t)["problem"]["causal"] = 0; },
        "/kernels/attention/entries/0/problem/causal: expected true or false, found 0"},
       {[](Json& t) { entry0(t)["problem"]["gqa_ratio"] = 0; },

@@ -26,6 +26,7 @@
 #include "support/tuning_table_files.hpp"
 #include "compiler/compiler.hpp"
 #include "core/error.hpp"
+#include "core/kernel_inputs.hpp"
 #include "core/tile_config.hpp"
 #include "dev/isa_key_loop.hpp"
 #include "dev/rdna4_cost_model.hpp"
@@ -43,7 +44,7 @@ namespace {
 struct Options {
   std::vector<std::string> archs;  // empty: every arch priced_archs() gives
   std::vector<std::string> dtypes{"bf16"};
-  std::vector<int> head_dims{64, 128};
+  std::vector<int> head_dims{std::begin(kernel_head_dims), std::end(kernel_head_dims)};
   std::vector<int> causal{0, 1};
   std::string objdump;
   std::string json_path;
@@ -96,10 +97,13 @@ std::vector<TileConfig> shipped_configs(const std::vector<LoadedTableFile>& file
     if (file.overlay || file.table.arch != table_arch) continue;
     const auto kernel = file.table.kernels.find("attention");
     if (kernel == file.table.kernels.end()) continue;
-    configs.push_back(kernel->second.space.default_config);
+    bool default_reachable = true;
     for (const TableEntry& entry : kernel->second.entries)
-      if (entry.problem.dtype == dtype && entry.problem.head_dim == head_dim && entry.problem.causal == causal)
+      if (entry.problem.dtype == dtype && entry.problem.head_dim == head_dim && entry.problem.causal == causal) {
         configs.push_back(entry.config);
+        if (matches_every_call(entry.problem)) default_reachable = false;
+      }
+    if (default_reachable) configs.push_back(kernel->second.space.default_config);
   }
   std::sort(configs.begin(), configs.end(), [](const TileConfig& a, const TileConfig& b) { return config_id(a) < config_id(b); });
   configs.erase(std::unique(configs.begin(), configs.end()), configs.end());
@@ -253,7 +257,8 @@ int main(int argc, char** argv) {
   app.add_option("--arch", options.archs, "gfx12 archs with a shipped tuning table (default: all of them)");
   app.add_option("--dtype", options.dtypes, "Input dtypes (default bf16; the key loop does not depend on it)")
       ->check(CLI::IsMember(kernel_dtype_names()));
-  app.add_option("--head-dim", options.head_dims, "Head dims (default 64 128)")->check(CLI::IsMember({64, 128}));
+  app.add_option("--head-dim", options.head_dims, "Head dims (default: " + kernel_head_dims_text() + ")")
+      ->check(CLI::IsMember(std::vector<int>(std::begin(kernel_head_dims), std::end(kernel_head_dims))));
   app.add_option("--causal", options.causal, "Causal variants, 0 and/or 1 (default both)")->check(CLI::IsMember({0, 1}));
   app.add_option("--objdump", options.objdump, "llvm-objdump to disassemble with (default: llvm-objdump-22 .. in PATH)");
   app.add_option("--listing-dir", options.listing_dir, "Write each config's disassembly into this directory");

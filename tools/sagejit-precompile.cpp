@@ -118,9 +118,14 @@ std::vector<TileConfig> family_configs(const Options& options, const TuningTable
                                        const std::string& arch, const AttentionCall& call) {
   const KernelSpace& space = tables.space(family, arch);
   if (options.all_candidates) return all_configs(space);
-  std::vector<TileConfig> configs{space.default_config};
+  std::vector<TileConfig> configs;
+  bool default_reachable = true;
   for (const TableEntry& entry : table_entries(files, family, arch))
-    if (family != "attention" || entry_applies(entry, call)) configs.push_back(entry.config);
+    if (family != "attention" || entry_applies(entry, call)) {
+      configs.push_back(entry.config);
+      if (family == "attention" && matches_every_call(entry.problem)) default_reachable = false;
+    }
+  if (default_reachable) configs.insert(configs.begin(), space.default_config);
   return configs;
 }
 

@@ -56,6 +56,8 @@ SHAPES = (
     Shape("32k", 1, 24, 32768, 128, note="Wan / HunyuanVideo 480p video"),
     Shape("8k-d64", 1, 24, 8192, 64, note="SD3 / SDXL-style head dim 64"),
     Shape("causal-4k", 1, 32, 4096, 128, causal=True, note="causal (autoregressive) prefill"),
+    Shape("8k-d256", 1, 16, 8192, 256, note="head dim 256"),
+    Shape("sd15-4k-d160", 2, 8, 4096, 160, note="SD 1.5's 160-channel heads (run zero-padded at 256)"),
 )
 _SDPA_BACKENDS = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION", "MATH")
 _SAMPLED_HEADS = 4

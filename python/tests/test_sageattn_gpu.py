@@ -53,7 +53,7 @@ def shapes(layout, batch, heads, tokens, head_dim):
 
 @pytest.mark.parametrize("layout", ["HND", "NHD"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("head_dim", [32, 40, 64, 80, 96, 128])  # 32/40/80/96 run zero-padded to 64/128
+@pytest.mark.parametrize("head_dim", [32, 40, 64, 80, 96, 128, 160, 256])  # 32/40/80/96/160 run zero-padded to 64/128/256
 def test_matches_sdpa(layout, dtype, head_dim):
     q = make(shapes(layout, 2, 4, 333, head_dim), dtype)
     k = make(shapes(layout, 2, 4, 517, head_dim), dtype)
@@ -136,7 +136,7 @@ def test_runs_on_the_current_stream():
 
 def test_errors_name_the_argument():
     q = make((1, 2, 64, 100), torch.bfloat16)
-    with pytest.raises(SagejitError, match=r"head_dim 100 .*multiples of 8 from 8 to 128") as error:
+    with pytest.raises(SagejitError, match=r"head_dim 100 .*multiples of 8 from 8 to 256") as error:
         sageattn(q, q, q)
     assert error.value.code == "unsupported"
     wide = make((1, 2, 64, 256), torch.bfloat16)[..., ::2]

@@ -55,7 +55,7 @@ def _dtype_mismatch(c):
     c[2].dtype = 1 - c[0].dtype
 
 
-@_case(2, "multiples of 8 from 8 to 128")
+@_case(2, "multiples of 8 from 8 to 256")
 def _head_dim(c):
     for t in c[:4]:
         t.shape[3] = 100

@@ -60,4 +60,8 @@ std::vector<TileConfig> all_configs(const KernelSpace& space) {
   return configs;
 }
 
+bool matches_every_call(const ProblemPattern& problem) {
+  return !problem.gqa_ratio && !problem.seq_q && !problem.seq_kv;
+}
+
 }  // namespace sagejit::tools

@@ -25,6 +25,11 @@ std::string resolve_table_arch(const std::vector<LoadedTableFile>& files, const 
 std::vector<TableEntry> table_entries(const std::vector<LoadedTableFile>& files, const std::string& family,
                                       const std::string& arch);
 
+// Whether an entry's problem matches every call of its dtype, head dim and causal flag (no GQA or
+// length range): where one does, the table's default is never used for those calls (at D=256 the
+// attention default is not even valid), so the tools do not build or price it there.
+bool matches_every_call(const ProblemPattern& problem);
+
 // Every combination of a kernel's parameter space, in a deterministic order (parameters by name,
 // values as listed).
 std::vector<TileConfig> all_configs(const KernelSpace& space);

@@ -58,9 +58,9 @@ std::string kernel_dtypes_quoted_text();
 std::optional<DType> kernel_dtype_named(std::string_view name) noexcept;
 
 // The head dims the kernels are compiled for.
-inline constexpr int kernel_head_dims[] = {64, 128};
+inline constexpr int kernel_head_dims[] = {64, 128, 256};
 bool is_kernel_head_dim(int head_dim) noexcept;
-// "[64, 128]", for messages.
+// "[64, 128, 256]", for messages.
 std::string kernel_head_dims_text();
 
 }  // namespace sagejit

@@ -12,11 +12,14 @@
 namespace sagejit {
 namespace {
 
+constexpr int sm80_max_o_registers = 128;
+
 unsigned shared_bytes(const TileConfig& config, int head_dim) {
   const int v_bytes = config.at("pv_fp16") != 0 ? 2 : 1;
   const int warps = config.at("warps"), rows_per_warp = config.at("rows_per_warp"), block_n = config.at("block_n");
-  // rows_per_warp 32 also stages the CTA's int8 Q tile (SJ_Q_IN_SMEM in the kernel).
-  const int q_bytes = rows_per_warp == 32 ? warps * rows_per_warp * head_dim : 0;
+  // rows_per_warp 32 or D > 128 also stages the CTA's int8 Q tile (SJ_Q_IN_SMEM in the kernel).
+  const bool q_in_shared_memory = rows_per_warp == 32 || head_dim > 128;
+  const int q_bytes = q_in_shared_memory ? warps * rows_per_warp * head_dim : 0;
   return static_cast<unsigned>(config.at("stages") * (block_n * head_dim + head_dim * block_n * v_bytes) + q_bytes);
 }
 
@@ -28,6 +31,12 @@ std::string sm80_resources(const TileConfig& config, const Specialization& spec,
   if (min_blocks * warps > limits->warps_per_sm)
     return fmt::format("min_blocks {} x warps {} exceeds {} warps per SM on {}", min_blocks, warps,
                        limits->warps_per_sm, target.arch);
+  // Each thread holds rows_per_warp / 16 x D / 8 x 4 output accumulators; past 128 (32 rows per warp at
+  // D = 256) the scores, Q fragments and addresses no longer fit beside them in 255 registers.
+  const int o_registers = config.at("rows_per_warp") / 16 * spec.head_dim / 8 * 4;
+  if (o_registers > sm80_max_o_registers)
+    return fmt::format("rows_per_warp {} at head_dim {} needs {} output registers per thread (> {}); use rows_per_warp 16",
+                       config.at("rows_per_warp"), spec.head_dim, o_registers, sm80_max_o_registers);
   if (config.at("pv_fp16") == 0 && target.sm < 89)
     return fmt::format("fp8 PV (pv_fp16=0) needs sm_89+, target is {}", target.arch);
   const unsigned bytes = shared_bytes(config, spec.head_dim);

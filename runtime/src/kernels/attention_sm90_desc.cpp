@@ -22,6 +22,8 @@
 namespace sagejit {
 namespace {
 
+constexpr int sm90_max_head_dim = 128;
+
 unsigned shared_bytes(const TileConfig& config, int head_dim) {
   const int q_bytes = config.at("warps") * 16 * head_dim;
   const int stage_bytes = 2 * config.at("block_n") * head_dim;  // int8 K tile + e4m3 V tile
@@ -31,6 +33,13 @@ unsigned shared_bytes(const TileConfig& config, int head_dim) {
 std::string sm90_resources(const TileConfig& config, const Specialization& spec, const Target& target) {
   const SmLimits* limits = find_sm_limits(target);
   if (limits == nullptr) return missing_sm_limits(target);
+  // Two-level PV keeps O and a fresh PV accumulator of the same size (D / 2 registers each per
+  // thread), and K/Q rows of more than 128 bytes exceed the largest wgmma swizzle (128B): head dims
+  // above 128 run attention_sm80 on sm_90 (configs/sm_90.json has their entries with "wgmma": 0).
+  if (spec.head_dim > sm90_max_head_dim)
+    return fmt::format("head_dim {} > {}: the wgmma kernel holds O and the PV accumulator in D registers per thread "
+                       "and reads rows of at most 128 bytes; use wgmma=0 (attention_sm80)",
+                       spec.head_dim, sm90_max_head_dim);
   const int warps = config.at("warps"), min_blocks = config.at("min_blocks");
   // The register file shared by min_blocks CTAs: below ~160 per thread the score, PV and output
   // accumulators (3 x 64 for D = 128) no longer fit and ptxas spills or gives up.

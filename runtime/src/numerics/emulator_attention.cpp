@@ -221,6 +221,7 @@ void attention_into(const PreparedTensors& prepared, const EmulatorOptions& opti
     switch (prepared.head_dim_pad) {
       case 64: attend_rows<64>(context, b, hq, first, rows); break;
       case 128: attend_rows<128>(context, b, hq, first, rows); break;
+      case 256: attend_rows<256>(context, b, hq, first, rows); break;
       default: attend_rows<0>(context, b, hq, first, rows); break;
     }
   });
