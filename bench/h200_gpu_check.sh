@@ -45,7 +45,7 @@ fi
 stage "ctest -L gpu (the others) rc=$? ($(grep -E 'tests passed|tests failed' "$out/ctest-gpu.log"))"
 
 python_gpu=()
-for file in tests/test_op_gpu.py tests/test_sageattn_gpu.py tests/test_integrations_gpu.py tests/test_key_mask_gpu.py; do
+for file in tests/test_op_gpu.py tests/test_sageattn_gpu.py tests/test_integrations_gpu.py tests/test_key_mask_gpu.py tests/test_varlen_gpu.py; do
   [[ " ${focus_python[*]} " == *" $file "* ]] || python_gpu+=("$file")
 done
 (cd "$src/python" && SAGEJIT_LIBRARY=/tmp/sj/runtime/libsagejit.so timeout "$(left)" python3 -m pytest -q \

@@ -208,7 +208,16 @@ void sj_attention_gfx12(SjAttentionParams p) {
   const int lane = tid % SJ_GFX12_WAVE;
   [[maybe_unused]] const auto [group, hq, b, hk, group_row0] = sj_query_block(p, kRowsPerGroup, /*heaviest_first=*/true);
   const int wave_row0 = group_row0 + wave * kRowsPerWave;
+#if SJ_KEY_MASK
+  // A varlen call's batch item: its own query rows (the group, the waves and the epilogue follow them),
+  // at its own offset in the packed out (o_stride_b is 0).
+  const int seq_q = sj_seq_length(km.cu_seqlens_q, b, p.seq_q, km.total_q), seq_kv = p.seq_kv;
+  const long long out_row0 = sj_seq_start(km.cu_seqlens_q, b, km.total_q);
+  if (group_row0 >= seq_q) return;  // the workgroup's rows are past its sequence (uniform, before any barrier)
+#else
   const int seq_q = p.seq_q, seq_kv = p.seq_kv;
+  const long long out_row0 = 0;
+#endif
 
   // ---- Q fragments and scales, in registers for the whole key loop --------------------------------
   const long long q_head = (long long)b * p.heads_q + hq;
@@ -499,7 +508,7 @@ void sj_attention_gfx12(SjAttentionParams p) {
     const float row_sum = sj_g12_sum_halves(l[qb]);
     const int query = wave_row0 + qb * 16 + sj_g12_o_query(lane);
     if (query >= seq_q) continue;
-    sj_u16* out_row = out + (long long)b * p.o_stride_b + (long long)hq * p.o_stride_h + (long long)query * p.o_stride_n;
+    sj_u16* out_row = out + (long long)b * p.o_stride_b + (long long)hq * p.o_stride_h + (out_row0 + query) * p.o_stride_n;
 #pragma unroll
     for (int cb = 0; cb < kSteps; ++cb) {
       const int d0 = cb * 16 + sj_g12_o_channel(lane, 0);
@@ -517,9 +526,13 @@ void sj_attention_gfx12(SjAttentionParams p) {
       store_out8(out_row + d0, vals, aligned16);
     }
     if (kWriteLse && sj_g12_lane_half(lane) == 0) {
-      const long long row = q_head * seq_q + query;
+      const long long row = q_head * p.seq_q + query;  // lse_delta's (the workspace's [B, Hq, Nq])
       const float delta = p.lse_delta ? p.lse_delta[row] : 0.0f;
+#if SJ_KEY_MASK
+      p.lse[sj_lse_row(km.cu_seqlens_q, b, hq, p.heads_q, p.seq_q, km.total_q, query)] = sj_lse_fused(m[qb], row_sum, delta);
+#else
       p.lse[row] = sj_lse_fused(m[qb], row_sum, delta);
+#endif
     }
   }
 }

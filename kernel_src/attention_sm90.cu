@@ -235,6 +235,15 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   [[maybe_unused]] const auto [block, hq, b, hk, q0] = sj_query_block(p, SJ_BLOCK_M, SJ_CAUSAL);
   const int wg_q0 = q0 + 64 * wg;
   const int warp_q0 = q0 + 16 * warp;
+#if SJ_KEY_MASK
+  // A varlen call's batch item: its own query rows, at its own offset in the packed out (o_stride_b is 0).
+  const int seq_q = sj_seq_length(km.cu_seqlens_q, b, p.seq_q, km.total_q);
+  const sj_i64 out_row0 = sj_seq_start(km.cu_seqlens_q, b, km.total_q);
+  if (q0 >= seq_q) return;  // the CTA's rows are past its sequence (uniform, before any barrier)
+#else
+  const int seq_q = p.seq_q;
+  const sj_i64 out_row0 = 0;
+#endif
 
   const sj_i64 q_head = (sj_i64)b * p.heads_q + hq;
   const sj_i64 kv_head = (sj_i64)b * p.heads_kv + hk;
@@ -375,8 +384,8 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     row_l += sj_shfl_xor(row_l, 1);
     row_l += sj_shfl_xor(row_l, 2);
     const int row = warp_q0 + g + 8 * h;
-    if (row >= p.seq_q) continue;
-    sj_u16* out = (sj_u16*)p.out + b * p.o_stride_b + hq * p.o_stride_h + row * p.o_stride_n;
+    if (row >= seq_q) continue;
+    sj_u16* out = (sj_u16*)p.out + b * p.o_stride_b + hq * p.o_stride_h + (out_row0 + row) * p.o_stride_n;
 #pragma unroll
     for (int j = 0; j < SJ_D / 8; ++j) {
       if (8 * j >= p.head_dim) break;  // columns past the call's head dim are padding
@@ -392,9 +401,13 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     }
 #if SJ_WRITE_LSE
     if (t == 0) {
-      const sj_i64 index = q_head * p.seq_q + row;
+      const sj_i64 index = q_head * p.seq_q + row;  // lse_delta's (the workspace's [B, Hq, Nq])
       const float delta = p.lse_delta != nullptr ? p.lse_delta[index] : 0.0f;
+#if SJ_KEY_MASK
+      p.lse[sj_lse_row(km.cu_seqlens_q, b, hq, p.heads_q, p.seq_q, km.total_q, row)] = sj_lse(m[h], row_l, delta);
+#else
       p.lse[index] = sj_lse(m[h], row_l, delta);
+#endif
     }
 #endif
   }

@@ -20,7 +20,9 @@
 // arch/mma_sm80.h), SJ_KEY_MASK (optional, 1: a key mask, docs/NUMERICS.md "Key masks": a masked key
 // is left out like a key past Nk everywhere: the K mean (over the valid keys, counted per chunk),
 // the K block scales, the V channel scales, and its K and V rows are stored as 0; the quantize
-// kernel's K blocks of KV head 0 also write the log2-domain bias of their 32 keys to key_bias).
+// kernel's K blocks of KV head 0 also write the log2-domain bias of their 32 keys to key_bias). A packed
+// varlen call (docs/NUMERICS.md "Varlen") is a key-mask call whose SjKeyMask carries cu_seqlens: item b
+// reads its own rows of the packed inputs and its keys past its length are its masked keys.
 //
 // Padded head dims: SJ_HEAD_DIM is the kernel head dim; a call of p.head_dim < SJ_HEAD_DIM channels
 // (a multiple of 8) is read only in its own channels, and every workspace channel past it is written
@@ -71,10 +73,23 @@ SJ_DEVICE int sj_v_key_of_slot(int slot) {
 }
 
 #if SJ_KEY_MASK
-// Whether key n of batch item b takes part (its bias is not -inf).
-SJ_DEVICE bool sj_key_valid(const SjKeyMask& km, int b, int n) {
-  return sj_key_bias_valid(sj_key_bias(km.mask, km.kind, (sj_i64)b * km.stride_b + (sj_i64)n * km.stride_n));
+// Batch item b's keys: its first row in the packed k and v (0 for a dense call) and how many.
+SJ_DEVICE int sj_key_start(const SjKeyMask& km, int b) { return sj_seq_start(km.cu_seqlens_k, b, km.total_k); }
+SJ_DEVICE int sj_key_count(const SjPrepareParams& p, const SjKeyMask& km, int b) {
+  return sj_seq_length(km.cu_seqlens_k, b, p.seq_kv, km.total_k);
 }
+// The log2-domain bias of key n < sj_key_count of batch item b: the caller's mask's, 0 without one (a
+// varlen call: kind 0).
+SJ_DEVICE float sj_key_bias_at(const SjKeyMask& km, int b, int n) {
+  return km.kind == 0 ? 0.0f : sj_key_bias(km.mask, km.kind, (sj_i64)b * km.stride_b + (sj_i64)n * km.stride_n);
+}
+// Whether key n of batch item b takes part: inside its sequence, and its bias is not -inf.
+SJ_DEVICE bool sj_key_valid(const SjPrepareParams& p, const SjKeyMask& km, int b, int n) {
+  return n < sj_key_count(p, km, b) && sj_key_bias_valid(sj_key_bias_at(km, b, n));
+}
+#define SJ_KEY_START(b) sj_key_start(km, b)
+#else
+#define SJ_KEY_START(b) 0
 #endif
 
 SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p SJ_KEY_MASK_ARGUMENT) {
@@ -87,7 +102,7 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p SJ_KEY_MASK_
   // The chunk's valid keys, once per block; KV head 0's block also counts them for the K mean.
   SJ_SHARED unsigned char valid[SJ_K_MEAN_CHUNK];
   for (int n = (int)sj_thread_x(); n < SJ_K_MEAN_CHUNK; n += SJ_THREADS)
-    valid[n] = first + n < last && sj_key_valid(km, b, first + n) ? 1 : 0;
+    valid[n] = first + n < last && sj_key_valid(p, km, b, first + n) ? 1 : 0;
   sj_barrier();
   if (sj_thread_x() == 0 && hk == 0 && p.smooth_k) {
     int valid_count = 0;
@@ -105,14 +120,14 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p SJ_KEY_MASK_
     const int end = d < p.head_dim ? last : first;  // a padded channel reads no token: sum 0, amax 0
     if (item < SJ_D) {
       if (!p.smooth_k) continue;
-      const sj_i64 base = b * p.k_stride_b + hk * p.k_stride_h + d;
+      const sj_i64 base = b * p.k_stride_b + (sj_i64)SJ_KEY_START(b) * p.k_stride_n + hk * p.k_stride_h + d;
       double sum = 0.0;
       for (int n = first; n < end; ++n)
         if (SJ_STATS_KEY_VALID(n)) sum = sj_add_rn_f64(sum, (double)sj_load_input(p.k, base + n * p.k_stride_n));
       p.k_mean_partial[partial + d] = sum;
     } else {
 #if !SJ_PV_FP16
-      const sj_i64 base = b * p.v_stride_b + hk * p.v_stride_h + d;
+      const sj_i64 base = b * p.v_stride_b + (sj_i64)SJ_KEY_START(b) * p.v_stride_n + hk * p.v_stride_h + d;
       float amax = 0.0f;
       for (int n = first; n < end; ++n)
         if (SJ_STATS_KEY_VALID(n)) amax = sj_amax_update(amax, sj_load_input(p.v, base + n * p.v_stride_n));
@@ -279,11 +294,19 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
                                 const float* head_stats SJ_KEY_MASK_ARGUMENT) {
   const int tid = (int)sj_thread_x();
   const int heads = is_q ? p.heads_q : p.heads_kv;
+#if SJ_KEY_MASK
+  // A varlen call's batch item b: its own rows of the packed input, and its own length.
+  const int seq = is_q ? sj_seq_length(km.cu_seqlens_q, b, p.seq_q, km.total_q) : sj_key_count(p, km, b);
+  const int start = is_q ? sj_seq_start(km.cu_seqlens_q, b, km.total_q) : sj_key_start(km, b);
+#else
   const int seq = is_q ? p.seq_q : p.seq_kv;
+  const int start = 0;
+#endif
   const int seq_pad = is_q ? p.seq_q_pad : p.seq_kv_pad;
   const void* input = is_q ? p.q : p.k;
   const sj_i64 stride_n = is_q ? p.q_stride_n : p.k_stride_n;
-  const sj_i64 base = is_q ? b * p.q_stride_b + head * p.q_stride_h : b * p.k_stride_b + head * p.k_stride_h;
+  const sj_i64 base = (is_q ? b * p.q_stride_b + head * p.q_stride_h : b * p.k_stride_b + head * p.k_stride_h) +
+                      (sj_i64)start * stride_n;
   const bool vector = sj_rows_aligned(input, base, stride_n);
   const sj_i64 head_row0 = ((sj_i64)b * heads + head) * seq_pad;
   const int tile_row0 = tile * SJ_QUANT_TILE;
@@ -332,7 +355,7 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
     for (int k = 0; k < SJ_ROW_PER_THREAD; ++k) {
       const int n = first_row + item_row[k];
 #if SJ_KEY_MASK
-      const bool valid = item_row[k] < SJ_QUANT_TILE && n < seq && (is_q || sj_key_valid(km, b, n));
+      const bool valid = item_row[k] < SJ_QUANT_TILE && n < seq && (is_q || sj_key_valid(p, km, b, n));
 #else
       const bool valid = item_row[k] < SJ_QUANT_TILE && n < seq;
 #endif
@@ -359,8 +382,7 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
     // KV head 0's K blocks write the log2-domain bias of their 32 keys (-inf past Nk) for the attention kernel.
     if (!is_q && head == 0 && tid < SJ_QUANT_BLOCK) {
       const int n = first_row + tid;
-      km.key_bias[(sj_i64)b * p.seq_kv_pad + n] =
-          n < seq ? sj_key_bias(km.mask, km.kind, (sj_i64)b * km.stride_b + (sj_i64)n * km.stride_n) : sj_neg_inf();
+      km.key_bias[(sj_i64)b * p.seq_kv_pad + n] = n < seq ? sj_key_bias_at(km, b, n) : sj_neg_inf();
     }
 #endif
     if (tid == 0) (is_q ? p.q_scale : p.k_scale)[(head_row0 + first_row) / SJ_QUANT_BLOCK] = scale;
@@ -507,7 +529,7 @@ SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int tile_i
                              const float* head_stats SJ_KEY_MASK_ARGUMENT) {
   const int tid = (int)sj_thread_x();
   const int first_key = tile_index * SJ_QUANT_TILE;
-  const sj_i64 base = b * p.v_stride_b + hk * p.v_stride_h;
+  const sj_i64 base = b * p.v_stride_b + (sj_i64)SJ_KEY_START(b) * p.v_stride_n + hk * p.v_stride_h;
   const bool vector = sj_rows_aligned(p.v, base, p.v_stride_n);
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
   static_assert(SJ_V_STAGE_PER_THREAD * SJ_THREADS == SJ_QUANT_TILE * SJ_V_PASS_CHUNKS, "whole staging passes");
@@ -524,7 +546,7 @@ SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int tile_i
       const int n = first_key + key;
       raw[k] = SjVec16{{0u, 0u, 0u, 0u}};  // the bits of +0
 #if SJ_KEY_MASK
-      const bool kept = n < p.seq_kv && sj_key_valid(km, b, n);  // a masked key is staged as +0: code 0
+      const bool kept = n < p.seq_kv && sj_key_valid(p, km, b, n);  // a masked key is staged as +0: code 0
 #else
       const bool kept = n < p.seq_kv;
 #endif

@@ -65,6 +65,31 @@ SJ_HOST_DEVICE float sj_masked_output(float acc, float l, float v_scale) {
   return l == 0.0f ? 0.0f : sj_output(acc, l, v_scale);
 }
 
+// Packed varlen calls (SjKeyMask::cu_seqlens_*): batch item b starts at row cu[b] of the packed tensor;
+// a dense call (cu null) at row 0 of its own batch slice.
+SJ_HOST_DEVICE int sj_seq_start(const int* cu, int b, int total) {
+  if (cu == nullptr) return 0;
+  const int start = cu[b];
+  return start < 0 ? 0 : start > total ? total : start;
+}
+// Its length: cu[b + 1] - cu[b], clamped to the packed rows and to the call's longest sequence
+// `max_len` (a dense call's length), so a malformed cu_seqlens can make a sequence's result wrong but
+// never makes a kernel read or write outside the tensors.
+SJ_HOST_DEVICE int sj_seq_length(const int* cu, int b, int max_len, int total) {
+  if (cu == nullptr) return max_len;
+  const int start = sj_seq_start(cu, b, total);
+  int end = cu[b + 1];
+  end = end < start ? start : end > total ? total : end;
+  return end - start < max_len ? end - start : max_len;
+}
+
+// The LSE element of query row `row` of batch item b, head hq: [B, Hq, Nq] for a dense call,
+// [Hq, total_q] (flash-attn's varlen layout) for a varlen one.
+SJ_HOST_DEVICE sj_i64 sj_lse_row(const int* cu_q, int b, int hq, int heads_q, int seq_q, int total_q, int row) {
+  if (cu_q == nullptr) return ((sj_i64)b * heads_q + hq) * seq_q + row;
+  return (sj_i64)hq * total_q + sj_seq_start(cu_q, b, total_q) + row;
+}
+
 // The K mean over the valid keys of a batch item: sj_k_mean of their fp64 sum and count; 0 when no
 // key is valid (nothing to subtract; no 0 / 0).
 SJ_HOST_DEVICE float sj_masked_k_mean(double sum, int valid_keys) {

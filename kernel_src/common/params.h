@@ -61,4 +61,11 @@ struct SjKeyMask {
   int reserved;             // 0
   float* key_bias;          // workspace [B, Nk_pad]: log2-domain bias, -inf for masked keys and keys >= Nk
   int* valid_keys_partial;  // workspace [B, ceil(Nk / 64)]: valid keys per K-mean chunk (smoothing), or null
+  // A packed varlen call (docs/NUMERICS.md "Varlen"): batch item b is rows cu[b] .. cu[b + 1] - 1 of the
+  // packed q (cu_seqlens_q) and k, v (cu_seqlens_k), whose batch strides are 0; seq_q and seq_kv of the
+  // params are the longest sequences. Null for a dense call (then kind names the caller's mask; a
+  // varlen call has kind 0: its only masked keys are those past each sequence's length).
+  const int* cu_seqlens_q;
+  const int* cu_seqlens_k;
+  int total_q, total_k;     // rows of the packed tensors (each sequence is clamped to them)
 };

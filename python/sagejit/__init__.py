@@ -18,6 +18,7 @@ from ._library import SagejitError, UnsupportedCall, library
 from ._torch_op import register_when_torch_loads, torch_op
 from .attention import SELECTION_KEYWORDS, Support, release_workspaces, sageattn, supports, version
 from .sdpa import is_sdpa_patched, patch_sdpa, reset_sdpa_counters, sdpa_counters, unpatch_sdpa
+from .varlen import sageattn_varlen
 
 register_when_torch_loads()  # torch.ops.sagejit.sageattn for callers that use the op directly
 
@@ -32,6 +33,7 @@ __all__ = [
     "release_workspaces",
     "reset_sdpa_counters",
     "sageattn",
+    "sageattn_varlen",
     "sdpa_counters",
     "supports",
     "torch_op",

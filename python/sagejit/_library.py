@@ -62,6 +62,17 @@ class KeyMask(ctypes.Structure):
     ]
 
 
+class Varlen(ctypes.Structure):
+    """sagejit_varlen: a packed varlen call's cu_seqlens (int32 device arrays of batch + 1 values)."""
+    _fields_ = [
+        ("cu_seqlens_q", ctypes.c_void_p),
+        ("cu_seqlens_k", ctypes.c_void_p),
+        ("batch", ctypes.c_int64),
+        ("max_seqlen_q", ctypes.c_int64),
+        ("max_seqlen_k", ctypes.c_int64),
+    ]
+
+
 class Options(ctypes.Structure):
     # struct_size first (C ABI 1); start from library().sagejit_default_options(), which sets it.
     _fields_ = [
@@ -74,6 +85,7 @@ class Options(ctypes.Structure):
         ("device", ctypes.c_int32),
         ("lse", ctypes.c_void_p),
         ("key_mask", KeyMask),  # SAGEJIT_OPTIONS_V2_SIZE
+        ("varlen", Varlen),  # SAGEJIT_OPTIONS_V3_SIZE
     ]
 
 

@@ -366,3 +366,5 @@ torch.library.register_fake("sagejit::sageattn", _fake_kernel, lib=_library)
 torch.library.register_autograd("sagejit::sageattn", _backward, setup_context=_setup_context, lib=_library)
 
 sageattn_op = torch.ops.sagejit.sageattn.default
+
+from ._varlen_op import sageattn_varlen_op  # noqa: E402,F401  sagejit::sageattn_varlen beside sagejit::sageattn

@@ -26,14 +26,19 @@ def dtype_code(dtype, name):
 
 
 def check_tensor(tensor, name):
-    import torch
-
-    if not isinstance(tensor, torch.Tensor):
-        raise SagejitError(INVALID_ARGUMENT, f"{name} is a {type(tensor).__name__}, not a torch.Tensor")
+    check_tensor_device(tensor, name)
     if tensor.dim() != 4:
         raise SagejitError(INVALID_ARGUMENT,
                            f"{name} has {tensor.dim()} dimensions (shape {tuple(tensor.shape)}); sagejit takes 4-D "
                            "tensors ([B, H, N, D] for HND, [B, N, H, D] for NHD)")
+
+
+def check_tensor_device(tensor, name):
+    """A torch.Tensor on a device sagejit runs on (any number of dimensions)."""
+    import torch
+
+    if not isinstance(tensor, torch.Tensor):
+        raise SagejitError(INVALID_ARGUMENT, f"{name} is a {type(tensor).__name__}, not a torch.Tensor")
     # is_cuda first: a bool, where tensor.device.type builds a device and a string (a call's hot path).
     if not tensor.is_cuda and tensor.device.type not in DEVICE_TYPES:
         raise UnsupportedCall(f"{name} is on {tensor.device}; sagejit runs on CUDA or ROCm devices (torch device "

@@ -103,8 +103,8 @@ def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, retur
     """SageAttention forward: softmax(q k^T * sm_scale) v with INT8 QK^T and FP8/FP16 PV.
 
     q: [B, Hq, Nq, D] (HND) or [B, Nq, Hq, D] (NHD); k, v: [B, Hk, Nk, D] / [B, Nk, Hk, D] with
-    Hq % Hk == 0; bf16 or fp16, D a multiple of 8 up to 128 (64 and 128 natively, others zero-padded
-    to the next of them), last dimension contiguous, any other strides; on a CUDA/ROCm device
+    Hq % Hk == 0; bf16 or fp16, D a multiple of 8 up to 256 (64, 128 and 256 natively, others
+    zero-padded to the next of them), last dimension contiguous, any other strides; on a CUDA/ROCm device
     (CPU tensors run the library's emulator: exact to the numerics contract, slow).
     sm_scale (or its SDPA name `scale`) defaults to 1/sqrt(D); is_causal follows torch SDPA (query i
     sees keys 0..i). Returns the output (q's shape and dtype, contiguous) and, with return_lse, also

@@ -82,6 +82,21 @@ typedef struct sagejit_key_mask {
   int64_t strides[2];
 } sagejit_key_mask;
 
+/* A packed varlen call (flash_attn_varlen_func's convention; docs/NUMERICS.md "Varlen"): layout NHD,
+ * q, k, v and out of shape {1, total, H, D} holding the sequences back to back, sequence b being rows
+ * cu_seqlens[b] .. cu_seqlens[b + 1] - 1. The arrays (int32, batch + 1 values, on the call's device;
+ * host memory for sagejit_emulate_attention) are read by the kernels without a host synchronisation:
+ * they must start at 0, not decrease, end at the totals, no sequence longer than its max_seqlen (one
+ * that is is clamped: no access outside the tensors, but a wrong result for it). The LSE output is
+ * then fp32 [Hq, total_q]. Not with a key mask. All zero (cu_seqlens NULL): a dense call. */
+typedef struct sagejit_varlen {
+  const int32_t* cu_seqlens_q;
+  const int32_t* cu_seqlens_k;
+  int64_t batch; /* sequences */
+  int64_t max_seqlen_q;
+  int64_t max_seqlen_k;
+} sagejit_varlen;
+
 /* Options of a call. The struct can grow: new fields are only ever appended, and struct_size (the
  * first field) says how many bytes the caller's struct has. Start from sagejit_default_options(),
  * which sets struct_size to the sizeof(sagejit_options) of the library. A library accepts every
@@ -98,6 +113,7 @@ typedef struct sagejit_options {
   int32_t device;       /* -1: the device of q */
   float* lse;           /* fp32 [B, Hq, Nq] contiguous, or NULL */
   sagejit_key_mask key_mask; /* type SAGEJIT_MASK_NONE: no mask (since SAGEJIT_OPTIONS_V2_SIZE) */
+  sagejit_varlen varlen;     /* cu_seqlens NULL: a dense call (since SAGEJIT_OPTIONS_V3_SIZE) */
   /* Append new fields here (and a SAGEJIT_OPTIONS_V<n>_SIZE for them); never reorder or remove. */
 } sagejit_options;
 
@@ -105,9 +121,11 @@ typedef struct sagejit_options {
 #define SAGEJIT_OPTIONS_V1_SIZE (offsetof(sagejit_options, lse) + sizeof(float*))
 /* ... and the key mask (0.2.0). */
 #define SAGEJIT_OPTIONS_V2_SIZE (offsetof(sagejit_options, key_mask) + sizeof(sagejit_key_mask))
+/* ... and varlen. */
+#define SAGEJIT_OPTIONS_V3_SIZE (offsetof(sagejit_options, varlen) + sizeof(sagejit_varlen))
 
 /* Defaults: struct_size = sizeof(sagejit_options), HND, not causal, default scale, smooth_k on,
- * device of q, no LSE, no key mask. */
+ * device of q, no LSE, no key mask, dense (not varlen). */
 SAGEJIT_C_API sagejit_options sagejit_default_options(void);
 
 /* out = attention(q, k, v) on `stream` (cudaStream_t / hipStream_t, NULL = default stream) with the

@@ -42,6 +42,9 @@ struct AttentionOptions {
   // A key mask (KeyMask, <sagejit/types.hpp>), on the call's device; type none: every key attends.
   // It is read by the kernels as it is (no copy, no host synchronisation); docs/NUMERICS.md "Key masks".
   KeyMask key_mask;
+  // A packed varlen call (Varlen, <sagejit/types.hpp>): layout NHD, tensors [1, total, H, D]; the LSE
+  // output is then [Hq, total_q]. Not with a key mask. Default: a dense call.
+  Varlen varlen;
 };
 
 // A caller-owned device buffer for the quantized copies of q/k/v and their scales.
@@ -68,8 +71,8 @@ SAGEJIT_API std::size_t workspace_size(const TensorView& q, const TensorView& k,
                                        const AttentionOptions& options = {});
 
 // out = softmax(q k^T * sm_scale) v, enqueued on `stream` (cudaStream_t / hipStream_t; nullptr: the
-// default stream). bf16/fp16; head_dim D a multiple of 8 up to 128: 64 and 128 run natively, any other
-// D zero-padded to the next of them (costing what that one costs; sm_scale stays 1/sqrt(D)). The workspace is the runtime's own, one per (device, stream), grown on demand and
+// default stream). bf16/fp16; head_dim D a multiple of 8 up to 256: 64, 128 and 256 run natively, any
+// other D zero-padded to the next of them (costing what that one costs; sm_scale stays 1/sqrt(D)). The workspace is the runtime's own, one per (device, stream), grown on demand and
 // reused: the steady state allocates nothing. Safe to call from many threads on different streams.
 // Graph capture: after a warm-up call of the same or a larger size on `stream`, a captured call is
 // launch-only; a call that would have to grow the workspace during a capture throws

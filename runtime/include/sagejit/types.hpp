@@ -46,6 +46,21 @@ struct KeyMask {
   int device = 0;                         // device ordinal (ignored for the CPU emulation)
 };
 
+// A packed varlen call (flash_attn_varlen_func's and SageAttention's sageattn_varlen convention;
+// docs/NUMERICS.md "Varlen"): q, k, v and out are NHD tensors of batch 1 that hold every sequence back
+// to back ([1, total, H, D]); sequence b is rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1. The arrays
+// (int32, batch + 1 values each, on the call's device; host memory for the CPU emulation) are read by
+// the kernels as they are, without a host synchronisation: they must start at 0, not decrease, end at
+// the tensors' totals, and no sequence may be longer than its max_seqlen. A sequence outside that is
+// clamped to it, so nothing outside the tensors is ever read or written, but its rows are then not the
+// attention of that sequence. The LSE output of a varlen call is fp32 [Hq, total_q].
+struct Varlen {
+  const std::int32_t* cu_seqlens_q = nullptr;  // nullptr: a dense call
+  const std::int32_t* cu_seqlens_k = nullptr;
+  std::int64_t batch = 0;                       // sequences (each array has batch + 1 values)
+  std::int64_t max_seqlen_q = 0, max_seqlen_k = 0;
+};
+
 // Dense (contiguous) strides for a shape.
 constexpr std::array<std::int64_t, 4> contiguous_strides(const std::array<std::int64_t, 4>& shape) {
   return {shape[1] * shape[2] * shape[3], shape[2] * shape[3], shape[3], 1};

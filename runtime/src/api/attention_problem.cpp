@@ -124,6 +124,42 @@ numerics::KeyMaskView key_mask_view(const KeyMask& mask, std::int64_t batch, std
   return {mask.data, type, mask.shape[0] == 1 ? 0 : mask.strides[0], mask.strides[1]};
 }
 
+bool varlen_requested(const Varlen& varlen) {
+  return varlen.cu_seqlens_q != nullptr || varlen.cu_seqlens_k != nullptr || varlen.batch != 0 ||
+         varlen.max_seqlen_q != 0 || varlen.max_seqlen_k != 0;
+}
+
+// A packed varlen call (options.varlen) onto the call: its sequences as the batch, the longest as the
+// lengths, batch strides 0 (every sequence is a row range of the one packed batch item).
+void apply_varlen(const Varlen& varlen, const AttentionOptions& options, const TensorView& q, const TensorView& k,
+                  AttentionCall& call) {
+  if (options.layout != Layout::NHD)
+    fail(ErrorCode::invalid_argument, "options.varlen needs options.layout NHD: packed tensors [1, total, H, D]");
+  if (options.key_mask.type != MaskType::none || options.key_mask.data != nullptr)
+    fail(ErrorCode::unsupported, "options.key_mask with options.varlen is not supported: a varlen call's masked keys "
+                                 "are those past each sequence's length (pass the packed sequences without a mask)");
+  if (varlen.cu_seqlens_q == nullptr || varlen.cu_seqlens_k == nullptr)
+    fail(ErrorCode::invalid_argument, "options.varlen.cu_seqlens_{} is null; a varlen call needs both arrays (int32, "
+         "batch + 1 values, on the call's device)", varlen.cu_seqlens_q == nullptr ? "q" : "k");
+  if (q.shape[0] != 1)
+    fail(ErrorCode::invalid_argument, "q.shape[0] (B) is {}; a varlen call packs its sequences along N of one batch "
+         "item: [1, total, H, D]", q.shape[0]);
+  if (varlen.batch < 1)
+    fail(ErrorCode::invalid_argument, "options.varlen.batch {} must be >= 1 (the number of sequences)", varlen.batch);
+  const std::int64_t total_q = q.shape[1], total_k = k.shape[1];
+  if (varlen.max_seqlen_q < 1 || varlen.max_seqlen_q > total_q)
+    fail(ErrorCode::invalid_argument, "options.varlen.max_seqlen_q {} is not in [1, {}] (the packed rows of q)",
+         varlen.max_seqlen_q, total_q);
+  if (varlen.max_seqlen_k < 1 || varlen.max_seqlen_k > total_k)
+    fail(ErrorCode::invalid_argument, "options.varlen.max_seqlen_k {} is not in [1, {}] (the packed rows of k)",
+         varlen.max_seqlen_k, total_k);
+  call.batch = varlen.batch;
+  call.seq_q = varlen.max_seqlen_q;
+  call.seq_kv = varlen.max_seqlen_k;
+  for (RowStrides* strides : {&call.q_strides, &call.k_strides, &call.v_strides, &call.out_strides}) strides->batch = 0;
+  call.varlen = {varlen.cu_seqlens_q, varlen.cu_seqlens_k, total_q, total_k};
+}
+
 RowStrides row_strides(const TensorView& tensor, const DimOrder& order) {
   return {tensor.strides[order.batch], tensor.strides[order.heads], tensor.strides[order.tokens]};
 }
@@ -205,7 +241,10 @@ AttentionProblem validate(const TensorView& q, const TensorView& k, const Tensor
   call.causal = options.causal;
   call.smooth_k = options.smooth_k;
   call.lse = options.lse;
-  call.key_mask = key_mask_view(options.key_mask, call.batch, call.seq_kv, result.device);
+  if (varlen_requested(options.varlen))
+    apply_varlen(options.varlen, options, q, k, call);
+  else
+    call.key_mask = key_mask_view(options.key_mask, call.batch, call.seq_kv, result.device);
 
   check_attention_call(call);  // the plan's rules: dtype, head dim, GQA, index limits
   return result;

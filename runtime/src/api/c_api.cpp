@@ -88,6 +88,8 @@ AttentionOptions to_options(const sagejit_options* options) {
     result.key_mask.shape[i] = mask.shape[i];
     result.key_mask.strides[i] = mask.strides[i];
   }
+  const sagejit_varlen& varlen = c.varlen;  // a V1/V2 struct has none: the default's zeros
+  result.varlen = {varlen.cu_seqlens_q, varlen.cu_seqlens_k, varlen.batch, varlen.max_seqlen_q, varlen.max_seqlen_k};
   return result;
 }
 
@@ -137,6 +139,7 @@ sagejit_options sagejit_default_options(void) {
   options.lse = nullptr;
   options.key_mask.data = nullptr;
   options.key_mask.type = SAGEJIT_MASK_NONE;
+  options.varlen = sagejit_varlen{nullptr, nullptr, 0, 0, 0};
   return options;
 }
 

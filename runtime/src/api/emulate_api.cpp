@@ -71,6 +71,12 @@ void emulate_attention(const TensorView& q, const TensorView& k, const TensorVie
   const AttentionProblem& problem = call.problem;
   const AttentionPlan& plan = call.plan;
   const numerics::EmulatorOptions emulator = emulator_options_for(plan, problem.call);
+  if (problem.call.varlen.present()) {  // host cu_seqlens, like the tensors
+    const Varlen& varlen = options.varlen;
+    numerics::varlen_attention_into(q, k, v, out, varlen.cu_seqlens_q, varlen.cu_seqlens_k, varlen.batch,
+                                    varlen.max_seqlen_q, varlen.max_seqlen_k, emulator, options.lse);
+    return;
+  }
   const numerics::PreparedTensors prepared = numerics::prepare(q, k, v, options.layout, emulator);
   numerics::attention_into(prepared, emulator, out, options.layout, options.lse);
 }

@@ -85,6 +85,15 @@ struct EmulatorResult {
 EmulatorResult attention(const PreparedTensors& prepared, const EmulatorOptions& options,
                          Layout out_layout = Layout::HND);
 
+// A packed varlen call (docs/NUMERICS.md "Varlen") as the kernels compute it: q, k, v and out NHD
+// [1, total, H, D] with the sequences back to back, cu_seqlens_q / cu_seqlens_k host int32 arrays of
+// batch + 1 values (clamped as the kernels clamp them), no key mask in `options`; `lse`, when not
+// null, receives fp32 [Hq, total_q] (requires options.return_lse). Rows of out past every sequence
+// are left as they are.
+void varlen_attention_into(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                           const std::int32_t* cu_seqlens_q, const std::int32_t* cu_seqlens_k, std::int64_t batch,
+                           std::int64_t max_seqlen_q, std::int64_t max_seqlen_k, EmulatorOptions options, float* lse);
+
 // Both stages.
 EmulatorResult emulate(const TensorView& q, const TensorView& k, const TensorView& v, Layout layout,
                        const EmulatorOptions& options, Layout out_layout = Layout::HND);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -55,10 +56,34 @@ int kernel_head_dim_for(std::int64_t head_dim) {
   return padded;
 }
 
+void check_varlen(const AttentionCall& call) {
+  const VarlenView& varlen = call.varlen;
+  if (!varlen.present()) {
+    if (varlen.cu_seqlens_k != nullptr)
+      fail(ErrorCode::invalid_argument, "varlen: cu_seqlens_k is set but cu_seqlens_q is null; pass both or neither");
+    return;
+  }
+  if (varlen.cu_seqlens_k == nullptr)
+    fail(ErrorCode::invalid_argument, "varlen: cu_seqlens_k is null; a varlen call needs both cu_seqlens_q and cu_seqlens_k");
+  if (call.key_mask.present())
+    fail(ErrorCode::unsupported, "a key mask with a varlen call is not supported: a varlen call's masked keys are those "
+                                 "past each sequence's length (pass the packed sequences without a mask)");
+  // The kernels index the packed rows with 32-bit row numbers (cu_seqlens are int32).
+  for (const auto& [total, longest, name] : {std::tuple{varlen.total_q, call.seq_q, "q"}, {varlen.total_k, call.seq_kv, "k"}}) {
+    if (total < 1 || total > std::numeric_limits<std::int32_t>::max())
+      fail(ErrorCode::invalid_argument, "varlen: the packed {} has {} rows; accepted: 1 to {}", name, total,
+           std::numeric_limits<std::int32_t>::max());
+    if (longest > total)
+      fail(ErrorCode::invalid_argument, "varlen: max_seqlen_{} {} exceeds the {} packed rows of {}", name, longest,
+           total, name);
+  }
+}
+
 void check_key_mask(const AttentionCall& call) {
   const numerics::KeyMaskView& mask = call.key_mask;
   if (mask.kind < 0 || mask.kind > SJ_KEY_MASK_F16)
     fail(ErrorCode::invalid_argument, "key_mask kind {} is not one of {}", mask.kind, accepted_key_masks_text());
+  check_varlen(call);
   if (!mask.present()) return;
   if (mask.data == nullptr) fail(ErrorCode::invalid_argument, "key_mask.data is null; pass the mask's pointer");
   if (mask.stride_batch < 0 || mask.stride_key < 0)
@@ -123,7 +148,7 @@ AttentionPlan plan_attention(const AttentionCall& call, const Target& target) {
   plan.spec.head_dim = kernel_head_dim_for(call.head_dim);
   plan.spec.causal = call.causal;
   plan.spec.write_lse = call.writes_lse();
-  plan.spec.key_mask = call.key_mask.present();
+  plan.spec.key_mask = call.masked_kernels();
 
   // The attention kernel first: it decides the V format prepare writes.
   const TileConfig attention = config_for(call, call.attention_config, "attention", target);

@@ -99,9 +99,9 @@ void launch_attention(Device& device, int ordinal, const AttentionPlan& plan, co
   pp.want_lse_delta = plan.spec.write_lse && plan.smooth_k ? 1 : 0;
   pp.finalize_in_quantize = plan.finalize_in_quantize() ? 1 : 0;
   set_shared_sections(pp, sections);
-  if (plan.spec.key_mask != call.key_mask.present())  // the kernels take the mask argument exactly when planned
-    fail(ErrorCode::invalid_argument, "run_attention: the plan was made {} a key mask but the call has {}",
-         plan.spec.key_mask ? "with" : "without", call.key_mask.present() ? "one" : "none");
+  if (plan.spec.key_mask != call.masked_kernels())  // the kernels take the mask argument exactly when planned
+    fail(ErrorCode::invalid_argument, "run_attention: the plan was made {} a key mask (or varlen) but the call has {}",
+         plan.spec.key_mask ? "with" : "without", call.masked_kernels() ? "one" : "none");
   SjKeyMask key_mask{};
   if (plan.spec.key_mask) {
     key_mask.mask = call.key_mask.data;
@@ -110,6 +110,10 @@ void launch_attention(Device& device, int ordinal, const AttentionPlan& plan, co
     key_mask.kind = call.key_mask.kind;
     key_mask.key_bias = sections.key_bias.data();
     key_mask.valid_keys_partial = sections.valid_keys_partial.data();  // null without smoothing
+    key_mask.cu_seqlens_q = call.varlen.cu_seqlens_q;  // null for a dense call
+    key_mask.cu_seqlens_k = call.varlen.cu_seqlens_k;
+    key_mask.total_q = static_cast<int>(call.varlen.total_q);
+    key_mask.total_k = static_cast<int>(call.varlen.total_k);
   }
   pp.k_mean = sections.k_mean.data();
   pp.k_mean_partial = sections.k_mean_partial.data();  // null without smoothing

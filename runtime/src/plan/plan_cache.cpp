@@ -40,7 +40,7 @@ SignatureRef signature_of(const AttentionCall& call, const TileConfig& attention
   return {call.batch,       call.heads_q,   call.heads_kv,
           call.seq_q,       call.seq_kv,    call.head_dim,
           call.dtype,       std::bit_cast<std::uint32_t>(call.sm_scale),
-          call.causal,      call.smooth_k,  call.writes_lse(), call.key_mask.present(),
+          call.causal,      call.smooth_k,  call.writes_lse(), call.masked_kernels(),
           call.attention_config_from_table, &attention_config, &prepare_config, target};
 }
 

@@ -52,7 +52,7 @@ WorkspaceLayout workspace_layout(const AttentionCall& call, const VInput& v) {
   layout.v_quant = cursor.add(bk * d * layout.seq_kv_pad, pv_fp16 ? 2 : 1);
   layout.v_scale = cursor.add(bk * d, 4);
   layout.lse_delta = cursor.add(lse && smooth_k ? bq * call.seq_q : 0, 4);
-  const bool masked = call.key_mask.present();
+  const bool masked = call.masked_kernels();
   layout.key_bias = cursor.add(masked ? call.batch * layout.seq_kv_pad : 0, 4);
   layout.valid_keys_partial = cursor.add(masked && smooth_k ? call.batch * layout.chunks : 0, 4);
   layout.total_bytes = cursor.size();
