@@ -208,16 +208,11 @@ void sj_attention_gfx12(SjAttentionParams p) {
   const int lane = tid % SJ_GFX12_WAVE;
   [[maybe_unused]] const auto [group, hq, b, hk, group_row0] = sj_query_block(p, kRowsPerGroup, /*heaviest_first=*/true);
   const int wave_row0 = group_row0 + wave * kRowsPerWave;
-#if SJ_KEY_MASK
-  // A varlen call's batch item: its own query rows (the group, the waves and the epilogue follow them),
-  // at its own offset in the packed out (o_stride_b is 0).
-  const int seq_q = sj_seq_length(km.cu_seqlens_q, b, p.seq_q, km.total_q), seq_kv = p.seq_kv;
-  const long long out_row0 = sj_seq_start(km.cu_seqlens_q, b, km.total_q);
-  if (group_row0 >= seq_q) return;  // the workgroup's rows are past its sequence (uniform, before any barrier)
-#else
   const int seq_q = p.seq_q, seq_kv = p.seq_kv;
-  const long long out_row0 = 0;
-#endif
+  // A varlen call's batch item runs at the longest query length: its rows past its own length are zero
+  // and are not written (the epilogue's rows_q). Unlike the NVIDIA kernels this one does not send such
+  // workgroups home early: that branch, or per-item lengths held across the key loop, spilled 2 SGPRs
+  // at 2 waves x 16 rows x 64 keys (clang-22).
 
   // ---- Q fragments and scales, in registers for the whole key loop --------------------------------
   const long long q_head = (long long)b * p.heads_q + hq;
@@ -503,11 +498,22 @@ void sj_attention_gfx12(SjAttentionParams p) {
   const bool aligned16 = ((unsigned long long)p.out % 16 == 0) && p.o_stride_b % 8 == 0 && p.o_stride_h % 8 == 0 &&
                          p.o_stride_n % 8 == 0;
   const float* v_scale = p.v_scale + kv_head * kD;
+#if SJ_KEY_MASK
+  // Read again here rather than kept from before the key loop (SGPRs live across it spilled at 2 waves x
+  // 16 rows): the opaque copy of the pointer stops the compiler from reusing the loads made before it.
+  const int* cu_q = km.cu_seqlens_q;
+  asm volatile("" : "+s"(cu_q));
+  const long long out_row0 = sj_seq_start(cu_q, b, km.total_q);
+  const int rows_q = sj_seq_length(cu_q, b, p.seq_q, km.total_q);
+#else
+  const long long out_row0 = 0;
+  const int rows_q = seq_q;
+#endif
 #pragma unroll
   for (int qb = 0; qb < kQBlocks; ++qb) {
     const float row_sum = sj_g12_sum_halves(l[qb]);
     const int query = wave_row0 + qb * 16 + sj_g12_o_query(lane);
-    if (query >= seq_q) continue;
+    if (query >= rows_q) continue;
     sj_u16* out_row = out + (long long)b * p.o_stride_b + (long long)hq * p.o_stride_h + (out_row0 + query) * p.o_stride_n;
 #pragma unroll
     for (int cb = 0; cb < kSteps; ++cb) {

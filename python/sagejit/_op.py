@@ -34,6 +34,7 @@ import torch
 
 from . import _key_mask
 from ._library import SagejitError, Tensor, UnsupportedCall, check, error_for, last_error, library
+from ._op_registration import register_inference_op
 from ._torch_tensors import INVALID_ARGUMENT, to_c_tensor
 
 _MIN_TORCH = (2, 4)
@@ -348,23 +349,9 @@ def _fake_kernel(q, k, v, layout, causal, sm_scale, smooth_k, return_lse, key_ma
     return out, lse
 
 
-def _setup_context(ctx, inputs, output):
-    pass
-
-
-def _backward(ctx, grad_out, grad_lse):
-    raise RuntimeError("sagejit.sageattn has no backward: it is an inference kernel (INT8/FP8 quantized). "
-                       "Run it under torch.no_grad() / torch.inference_mode(), or use torch SDPA for training.")
-
-
 _library = torch.library.Library("sagejit", "DEF")
-_library.define("sageattn(Tensor q, Tensor k, Tensor v, int layout, bool causal, float? sm_scale, bool smooth_k, "
-                "bool return_lse, Tensor? key_mask=None) -> (Tensor, Tensor)")
-_library.impl("sageattn", _gpu_kernel, "CUDA")
-_library.impl("sageattn", _cpu_kernel, "CPU")
-torch.library.register_fake("sagejit::sageattn", _fake_kernel, lib=_library)
-torch.library.register_autograd("sagejit::sageattn", _backward, setup_context=_setup_context, lib=_library)
-
-sageattn_op = torch.ops.sagejit.sageattn.default
+sageattn_op = register_inference_op(
+    _library, "sageattn", "(Tensor q, Tensor k, Tensor v, int layout, bool causal, float? sm_scale, bool smooth_k, "
+    "bool return_lse, Tensor? key_mask=None) -> (Tensor, Tensor)", _gpu_kernel, _cpu_kernel, _fake_kernel, "torch SDPA")
 
 from ._varlen_op import sageattn_varlen_op  # noqa: E402,F401  sagejit::sageattn_varlen beside sagejit::sageattn

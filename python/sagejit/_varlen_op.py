@@ -17,6 +17,7 @@ import ctypes
 import torch
 
 from ._library import SagejitError, Tensor, check, error_for, last_error, library
+from ._op_registration import register_inference_op
 from ._torch_tensors import INVALID_ARGUMENT, dtype_code
 
 
@@ -54,14 +55,9 @@ def _c_packed(tensor, name):
 
 
 def _structs(q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, sm_scale, smooth_k):
-    options = library().sagejit_default_options()
-    options.layout = 1  # NHD
-    options.causal = 1 if causal else 0
-    if sm_scale is not None:
-        options.has_sm_scale = 1
-        options.sm_scale = float(sm_scale)
-    options.smooth_k = 1 if smooth_k else 0
-    options.device = -1
+    from ._op import _options  # (at call time: _op imports this module as it loads)
+
+    options = _options(1, causal, sm_scale, smooth_k)  # NHD
     options.lse = lse.data_ptr() if lse is not None else None
     options.varlen.cu_seqlens_q = cu_seqlens_q.data_ptr()
     options.varlen.cu_seqlens_k = cu_seqlens_k.data_ptr()
@@ -77,12 +73,18 @@ def _outputs(q, return_lse):
     return out, lse
 
 
-def _gpu_kernel(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, sm_scale, smooth_k,
-                return_lse):
+def _call(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, sm_scale, smooth_k, return_lse):
+    """The checks, the outputs and the C ABI arguments a real kernel starts with."""
     _check_arguments(q, k, v, cu_seqlens_q, cu_seqlens_k)
     out, lse = _outputs(q, return_lse)
-    cq, ck, cv, cout, options = _structs(q, k, v, out, lse if return_lse else None, cu_seqlens_q, cu_seqlens_k,
-                                         max_seqlen_q, max_seqlen_k, causal, sm_scale, smooth_k)
+    structs = _structs(q, k, v, out, lse if return_lse else None, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                       max_seqlen_k, causal, sm_scale, smooth_k)
+    return out, lse, structs
+
+
+def _gpu_kernel(*args):
+    q = args[0]
+    out, lse, (cq, ck, cv, cout, options) = _call(*args)
     nbytes = ctypes.c_size_t(0)
     check(library().sagejit_workspace_size(ctypes.byref(cq), ctypes.byref(ck), ctypes.byref(cv), ctypes.byref(options),
                                            ctypes.byref(nbytes)))
@@ -98,12 +100,8 @@ def _gpu_kernel(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
     return out, lse
 
 
-def _cpu_kernel(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, sm_scale, smooth_k,
-                return_lse):
-    _check_arguments(q, k, v, cu_seqlens_q, cu_seqlens_k)
-    out, lse = _outputs(q, return_lse)
-    cq, ck, cv, cout, options = _structs(q, k, v, out, lse if return_lse else None, cu_seqlens_q, cu_seqlens_k,
-                                         max_seqlen_q, max_seqlen_k, causal, sm_scale, smooth_k)
+def _cpu_kernel(*args):
+    out, lse, (cq, ck, cv, cout, options) = _call(*args)
     # None: the library's default target, whose kernels' numerics are emulated (sagejit.h).
     check(library().sagejit_emulate_attention(ctypes.byref(cq), ctypes.byref(ck), ctypes.byref(cv), ctypes.byref(cout),
                                               ctypes.byref(options), None))
@@ -116,22 +114,8 @@ def _fake_kernel(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
     return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]) if return_lse else (0,), dtype=torch.float32)
 
 
-def _setup_context(ctx, inputs, output):
-    pass
-
-
-def _backward(ctx, grad_out, grad_lse):
-    raise RuntimeError("sagejit.sageattn_varlen has no backward: it is an inference kernel (INT8/FP8 quantized). "
-                       "Run it under torch.no_grad() / torch.inference_mode(), or use a training attention.")
-
-
 _library = torch.library.Library("sagejit", "FRAGMENT")
-_library.define("sageattn_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, "
-                "int max_seqlen_q, int max_seqlen_k, bool causal, float? sm_scale, bool smooth_k, bool return_lse) "
-                "-> (Tensor, Tensor)")
-_library.impl("sageattn_varlen", _gpu_kernel, "CUDA")
-_library.impl("sageattn_varlen", _cpu_kernel, "CPU")
-torch.library.register_fake("sagejit::sageattn_varlen", _fake_kernel, lib=_library)
-torch.library.register_autograd("sagejit::sageattn_varlen", _backward, setup_context=_setup_context, lib=_library)
-
-sageattn_varlen_op = torch.ops.sagejit.sageattn_varlen.default
+sageattn_varlen_op = register_inference_op(
+    _library, "sageattn_varlen", "(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, "
+    "int max_seqlen_q, int max_seqlen_k, bool causal, float? sm_scale, bool smooth_k, bool return_lse) "
+    "-> (Tensor, Tensor)", _gpu_kernel, _cpu_kernel, _fake_kernel, "a training attention (flash-attn, torch SDPA)")
