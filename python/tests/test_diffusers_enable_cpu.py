@@ -120,6 +120,41 @@ def test_unet_attention_is_routed(seed):
     assert all(e["path"] == "sdpa" and e["forwards"] == e["routed"] == 1 for e in modules.values()), modules
 
 
+def test_sd15_shaped_unet_head_dims_40_80_160_through_patch_sdpa(seed):
+    """SD 1.5's UNet attention head dims (40, 80, 160: its 320/640/1280 channels over 8 heads) at tiny widths,
+    one head per block: patch_sdpa routes every call (160 runs zero-padded at 256), none falls back."""
+    torch.manual_seed(seed)
+    unet = UNet2DConditionModel(sample_size=8, in_channels=4, out_channels=4, layers_per_block=1,
+                                block_out_channels=(40, 80, 160),
+                                down_block_types=("CrossAttnDownBlock2D",) * 3,
+                                up_block_types=("CrossAttnUpBlock2D",) * 3, cross_attention_dim=32,
+                                attention_head_dim=1, norm_num_groups=8).to(torch.bfloat16).eval()
+    g = torch.Generator().manual_seed(seed + 1)
+    inputs = dict(sample=torch.randn(1, 4, 8, 8, generator=g).to(torch.bfloat16), timestep=torch.tensor([500.0]),
+                  encoder_hidden_states=torch.randn(1, 8, 32, generator=g).to(torch.bfloat16))
+    head_dims = []
+    original = F.scaled_dot_product_attention
+
+    def record(q, *args, **kwargs):  # the head dims the UNet's processors hand to torch SDPA
+        head_dims.append(q.shape[-1])
+        return original(q, *args, **kwargs)
+
+    with torch.no_grad():
+        F.scaled_dot_product_attention = record
+        try:
+            native = unet(**inputs, return_dict=False)[0]
+        finally:
+            F.scaled_dot_product_attention = original
+        sagejit.reset_sdpa_counters()
+        with sagejit.patch_sdpa(cpu=True):
+            ours = unet(**inputs, return_dict=False)[0]
+    counters = sagejit.sdpa_counters()
+    print("SD 1.5-shaped UNet, patch_sdpa:", counters, sorted(set(head_dims)))
+    assert set(head_dims) == {40, 80, 160}
+    assert counters["routed"] == len(head_dims) and counters["fallback"] == 0, counters
+    assert dm.cosine(ours, native) > MIN_COSINE_MODEL and not torch.equal(ours, native)
+
+
 def test_named_fallback_and_strict(seed):
     """fp32 has no kernels: every call falls back, named, and gives native's result exactly; strict raises."""
     _, transformer, forward = _tiny("cogvideox", seed, dtype=torch.float32)
