@@ -23,9 +23,9 @@ one block (the LSE apart; workspace_rides_in_block says when the workspace rides
 sagejit.sageattn on plain CUDA tensors in eager mode (no torch.compile, no torch function or dispatch
 mode, no gradient) skips the dispatcher and the autograd wrapper (`attend_eager`, whose block also holds
 the LSE), and for a signature this thread has already run also its Python checks (`attend_repeated`).
-Measured on an H200 (docs/API.md, "Host cost per call", one run): a repeated sagejit.sageattn 27.8 us
-per call at 1x2x128x128 bf16 (47.7 us before attend_repeated), of which ~19.5 us is the C call and its
-four launches; torch SDPA 27.9 us in the same process.
+Measured on an H200 (docs/API.md, "Host cost per call", one run, 2026-12-02): a repeated sagejit.sageattn
+34.5 us per call at 1x2x128x128 bf16, of which ~16.3 us is the C call and its three launches; torch SDPA
+27.6 us in the same process.
 """
 import ctypes
 import threading
