@@ -499,12 +499,9 @@ void sj_attention_gfx12(SjAttentionParams p) {
                          p.o_stride_n % 8 == 0;
   const float* v_scale = p.v_scale + kv_head * kD;
 #if SJ_KEY_MASK
-  // Read again here rather than kept from before the key loop (SGPRs live across it spilled at 2 waves x
-  // 16 rows): the opaque copy of the pointer stops the compiler from reusing the loads made before it.
-  const int* cu_q = km.cu_seqlens_q;
-  asm volatile("" : "+s"(cu_q));
-  const long long out_row0 = sj_seq_start(cu_q, b, km.total_q);
-  const int rows_q = sj_seq_length(cu_q, b, p.seq_q, km.total_q);
+  // A varlen call's item: its rows of the packed out (o_stride_b is 0), read here, after the key loop.
+  const long long out_row0 = sj_seq_start(km.cu_seqlens_q, b, km.total_q);
+  const int rows_q = sj_seq_length(km.cu_seqlens_q, b, p.seq_q, km.total_q);
 #else
   const long long out_row0 = 0;
   const int rows_q = seq_q;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "dev/c_abi_tensor.hpp"
 #include "sagejit/sagejit.h"
 #include "sagejit/sagejit.hpp"
 #include "varlen_support.hpp"
@@ -55,15 +56,8 @@ TEST_CASE("varlen emulation through the C ABI (options struct V3)") {
   std::mt19937_64 rng(static_cast<std::uint64_t>(random_in(0, 1 << 30)));
   VarlenTensors t(c, rng);
   std::vector<float> lse(static_cast<std::size_t>(c.heads_q * t.total_q), std::nanf(""));
-  const auto tensor = [](const numerics::HostTensor& host) {
-    const TensorView view = host.view();
-    sagejit_tensor result{};
-    result.data = view.data;
-    result.dtype = static_cast<int32_t>(view.dtype);
-    for (int i = 0; i < 4; ++i) result.shape[i] = view.shape[i], result.strides[i] = view.strides[i];
-    return result;
-  };
-  const sagejit_tensor q = tensor(t.q), k = tensor(t.k), v = tensor(t.v), out = tensor(t.out);
+  const sagejit_tensor q = dev::c_abi_tensor(t.q.view()), k = dev::c_abi_tensor(t.k.view()),
+                       v = dev::c_abi_tensor(t.v.view()), out = dev::c_abi_tensor(t.out.view());
   sagejit_options options = sagejit_default_options();
   CHECK(options.struct_size >= SAGEJIT_OPTIONS_V3_SIZE);
   CHECK(options.varlen.cu_seqlens_q == nullptr);  // the default: a dense call
