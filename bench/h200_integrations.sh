@@ -3,12 +3,14 @@
 #   bench/h200_integrations.sh tests models report   # nvidia-h200 (any subset, in that order):
 #       tests:  pytest of the integrations (GPU tests, and the CPU ones through the emulator)
 #       models: bench/run_diffusers_benchmark.py (Flux, Wan: forward times, accuracy vs native)
+#       coverage: bench/run_pipeline_coverage.py (HunyuanVideo, LTX, Lumina 2, CogVideoX, SD3 under enable():
+#                 calls routed / fallen back, accuracy and forward times vs native)
 #       report: python -m sagejit bench (the JSON report for an issue)
 #   bench/h200_integrations.sh cp                    # nvidia-h200-x2: context parallel, 2 GPUs vs 1
 # Needs carried: .devdeps (the build's dependencies) and .whl (diffusers' wheel:
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 -d .whl diffusers==0.42.1).
 set -euo pipefail
-[[ $# -ge 1 ]] || { echo "usage: $0 {tests|models|report|cp}..." >&2; exit 2; }
+[[ $# -ge 1 ]] || { echo "usage: $0 {tests|models|coverage|report|cp}..." >&2; exit 2; }
 out=${OUT:-$PWD/out}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -31,6 +33,11 @@ for mode in "$@"; do
       python3 bench/run_diffusers_benchmark.py --json "$out/diffusers-bench.json" 2>&1 \
         | grep -v "experimental\|kept in float32" | tee "$out/diffusers-bench.log" | tail -8 || echo "models: exit status $?"
       ;;
+    coverage)
+      python3 bench/run_pipeline_coverage.py --json "$out/pipeline-coverage.json" 2>&1 \
+        | grep -v "experimental\|kept in float32" | tee "$out/pipeline-coverage.log" | tail -9 \
+        || echo "coverage: exit status $?"
+      ;;
     report)
       python3 -m sagejit bench --json "$out/sagejit-bench-report.json" 2>&1 | tee "$out/sagejit-bench.log" | tail -40 \
         || echo "report: exit status $?"
@@ -42,6 +49,6 @@ for mode in "$@"; do
           || echo "cp $backend: exit status $?; tail of its log:" && tail -5 "$out/context-parallel-$backend.log"
       done
       ;;
-    *) echo "unknown mode $mode: tests, models, report or cp" >&2; exit 2 ;;
+    *) echo "unknown mode $mode: tests, models, coverage, report or cp" >&2; exit 2 ;;
   esac
 done
