@@ -7,14 +7,15 @@
 #   bench/h200_upper_bounds.sh <source-tree> <deps-prefix> <out-dir> [variant...]
 # variants: shipped, no_exp2 (the softmax's ex2.approx.ftz.f32 becomes one FFMA: the MUFU pipe's share),
 #           no_tile_barrier (the one-warpgroup TMA loop's CTA barrier per key tile removed: its share; racy).
-# ROUNDS (default 2), ITERATIONS (default 10), SHAPES (default: the D=128 anchor shapes of bench_attention).
+# ROUNDS (default 2), ITERATIONS (default 10), SHAPES (default: bench_attention's anchor shapes of issue 23);
+# every variant runs the tuning table's config of each shape (bench_attention's default).
 set -uo pipefail
 src=$(realpath "$1") deps=$(realpath "$2") out=$3
 shift 3
 variants=("$@")
 [[ ${#variants[@]} -gt 0 ]] || variants=(shipped no_exp2 no_tile_barrier)
 rounds=${ROUNDS:-2} iterations=${ITERATIONS:-10}
-shapes=${SHAPES:-flux-4608-d128 video-16k-d128 wan-32k-d128 video-16k-d128-causal}
+shapes=${SHAPES:-flux-4608-d128 video-16k-d128 wan-32k-d128 video-16k-d128-causal vae-8k-d64 llm-4k-d128-causal}
 mkdir -p "$out"
 source "$(dirname "$0")/h200_build.sh"
 work=/tmp/sj-bounds
@@ -58,7 +59,7 @@ for v in variants:
     for r in range(1, rounds + 1):
         try:
             for row in json.load(open(f"{out}/bounds-{v}-{r}.json"))["results"]:
-                tops.setdefault((row["shape"], v), []).append((row["tops"], row["cos"]))
+                tops.setdefault((row["shape"], v), []).append((row["tops"], row.get("cos")))
         except (OSError, ValueError, KeyError) as error:
             print(f"{v} round {r}: {error}")
 shapes = sorted({s for s, _ in tops})
@@ -68,7 +69,8 @@ for s in shapes:
     cells = []
     for v in variants:
         runs = tops.get((s, v), [])
-        cells.append(f"{statistics.median(t for t, _ in runs):.0f} ({'/'.join(f'{t:.0f}' for t, _ in runs)}; cos "
-                     f"{runs[0][1]:.4f})" if runs else "n/a")
+        cos = runs[0][1] if runs else None
+        cells.append(f"{statistics.median(t for t, _ in runs):.0f} ({'/'.join(f'{t:.0f}' for t, _ in runs)}"
+                     + (f"; cos {cos:.4f})" if cos is not None else ")") if runs else "n/a")
     print(f"| {s} | " + " | ".join(cells) + " |")
 EOF

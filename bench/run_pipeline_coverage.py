@@ -72,6 +72,15 @@ def run_model(model_name, size, seed, warmup, iterations, device="cuda"):
     result["cosine"] = dm.cosine(ours, native)
     result["psnr_db"] = dm.psnr(ours, native)
     result["speedup_vs_native"] = result["native"]["median_ms"] / result["sagejit"]["median_ms"]
+    if model_name in dm.MASKED_MODELS:  # they dispatch: diffusers' varlen-style backend reaches them too
+        model.set_attention_backend(sagejit_diffusers.VARLEN_BACKEND_NAME)
+        _one_forward(model, c, latent, cond)
+        sagejit_diffusers.reset_counters()
+        varlen = _one_forward(model, c, latent, cond)
+        result["varlen_backend"] = {"per_forward": sagejit_diffusers.counters(),
+                                    "cosine": dm.cosine(varlen, native), "psnr_db": dm.psnr(varlen, native),
+                                    "timing": _forward_ms(model, c, latent, cond, warmup, iterations)}
+        model.set_attention_backend("native")
     del model
     if device.type == "cuda":
         torch.cuda.empty_cache()
@@ -90,6 +99,17 @@ def table(results):
         lines.append(f"| {r['model']} | {r['tokens']} | {r['head_dim']} | {totals['routed']} / {totals['fallback']} "
                      f"| {reasons} | {r['cosine']:.6f} | {r['psnr_db']:.1f} | {r['native']['median_ms']:.2f} "
                      f"| {r['sagejit']['median_ms']:.2f} | {r['speedup_vs_native']:.2f}x |")
+    varlen = [r for r in results if "varlen_backend" in r]
+    if varlen:
+        lines += ["", "diffusers backend \"sagejit_varlen\" (set_attention_backend) on the dispatching models:", "",
+                  "| model | calls per forward: routed / fallback | fallback reasons | cosine | PSNR dB | ms |",
+                  "|---|---|---|---|---|---|"]
+        for r in varlen:
+            v = r["varlen_backend"]
+            counts = v["per_forward"]
+            reasons = "; ".join(f"{k}: {n}" for k, n in counts["fallback_reasons"].items()) or "-"
+            lines.append(f"| {r['model']} | {counts['routed']} / {counts['fallback']} | {reasons} | {v['cosine']:.6f} "
+                         f"| {v['psnr_db']:.1f} | {v['timing']['median_ms']:.2f} |")
     return "\n".join(lines)
 
 

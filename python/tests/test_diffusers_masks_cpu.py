@@ -46,48 +46,21 @@ def masked_calls(monkeypatch):
     return seen
 
 
-def _unit_gain(model):
-    for module in model.modules():
-        if isinstance(module, torch.nn.Linear):
-            torch.nn.init.normal_(module.weight, std=module.in_features ** -0.5)
-            if module.bias is not None:
-                torch.nn.init.zeros_(module.bias)
-    return model.to(torch.bfloat16).eval()
+def _model(name, seed):
+    """A tiny transformer of bench/diffusers_models.py and its inputs as keyword arguments of its forward."""
+    c = dm.case(name, "tiny")
+    model = dm.build(c, "cpu", torch.bfloat16, seed)
+    latent, cond = dm.model_inputs(c, "cpu", torch.bfloat16, seed)
+    timestep = torch.full((c.batch,), 500.0)
+    return model, dict(hidden_states=latent, timestep=timestep, **cond)
 
 
 def _hunyuan(seed):
-    from diffusers import HunyuanVideoTransformer3DModel
-
-    torch.manual_seed(seed)
-    model = HunyuanVideoTransformer3DModel(
-        in_channels=4, out_channels=4, num_attention_heads=2, attention_head_dim=64, num_layers=1,
-        num_single_layers=1, num_refiner_layers=1, patch_size=2, patch_size_t=1, guidance_embeds=False,
-        text_embed_dim=32, pooled_projection_dim=32, rope_axes_dim=(16, 24, 24))
-    g = torch.Generator().manual_seed(seed + 1)
-    text_mask = torch.ones(2, 12, dtype=torch.long)
-    text_mask[1, 7:] = 0  # batch item 1: 5 padding text tokens
-    inputs = dict(hidden_states=torch.randn(2, 4, 2, 8, 8, generator=g).to(torch.bfloat16),
-                  timestep=torch.tensor([500.0, 500.0]),
-                  encoder_hidden_states=torch.randn(2, 12, 32, generator=g).to(torch.bfloat16),
-                  encoder_attention_mask=text_mask,
-                  pooled_projections=torch.randn(2, 32, generator=g).to(torch.bfloat16))
-    return _unit_gain(model), inputs
+    return _model("hunyuanvideo", seed)
 
 
 def _ltx(seed):
-    from diffusers import LTXVideoTransformer3DModel
-
-    torch.manual_seed(seed)
-    model = LTXVideoTransformer3DModel(in_channels=8, out_channels=8, num_attention_heads=2, attention_head_dim=64,
-                                       cross_attention_dim=128, num_layers=1, caption_channels=32)
-    g = torch.Generator().manual_seed(seed + 1)
-    text_mask = torch.ones(2, 10, dtype=torch.long)
-    text_mask[0, 6:] = 0
-    inputs = dict(hidden_states=torch.randn(2, 2 * 4 * 4, 8, generator=g).to(torch.bfloat16),
-                  encoder_hidden_states=torch.randn(2, 10, 32, generator=g).to(torch.bfloat16),
-                  timestep=torch.tensor([500, 500]), encoder_attention_mask=text_mask, num_frames=2, height=4,
-                  width=4)
-    return _unit_gain(model), inputs
+    return _model("ltx", seed)
 
 
 def _run(model, inputs, backend):

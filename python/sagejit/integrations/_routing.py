@@ -102,12 +102,21 @@ class Router:
         from ..attention import layout_code, sageattn
 
         layout_code(tensor_layout)  # a caller's error raises on every path, the fallback's too
+        reason = refuse or _refused_argument(attn_mask, dropout_p, q, k, tensor_layout)
+        return self.route(lambda: sageattn(q, k, v, tensor_layout=tensor_layout, is_causal=is_causal, sm_scale=scale,
+                                           return_lse=return_lse, attn_mask=attn_mask, dropout_p=dropout_p,
+                                           **keywords),
+                          fallback, q, refuse=reason, strict=strict, observe=observe)
+
+    def route(self, run, fallback, q, *, refuse=None, strict=None, observe=None):
+        """run() (a sagejit call of no arguments) or, when sagejit cannot take it, fallback(); q decides the
+        CPU policy. refuse, strict, observe: as attention()'s. The rule of attention() for any sagejit entry
+        (attention() is this with sagejit.sageattn; diffusers' varlen backend routes sageattn_varlen)."""
         strict = self.strict if strict is None else strict
-        reason = refuse or _refused_argument(attn_mask, dropout_p, q, k, tensor_layout) or self._policy_reason(q)
+        reason = refuse or self._policy_reason(q)
         if reason is None:
             try:
-                result = sageattn(q, k, v, tensor_layout=tensor_layout, is_causal=is_causal, sm_scale=scale,
-                                  return_lse=return_lse, attn_mask=attn_mask, dropout_p=dropout_p, **keywords)
+                result = run()
             except UnsupportedCall as error:
                 if strict:
                     raise
@@ -150,4 +159,4 @@ class Router:
                 return
             self._warned.add(message)
         warnings.warn(f"sagejit ({self.name}): falling back to the framework's attention: {message}",
-                      RuntimeWarning, stacklevel=4)
+                      RuntimeWarning, stacklevel=5)

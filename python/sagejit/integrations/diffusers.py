@@ -30,12 +30,13 @@ attention, both private to diffusers: a newer diffusers may need this file to fo
 """
 import enum
 
-from . import _diffusers_scope
+from . import _diffusers_scope, _diffusers_varlen
 from ._reference import attention_with_lse
 from ._routing import Router
 
 BACKEND_NAME = "sagejit"
-_ENUM_MEMBER = "SAGEJIT"
+VARLEN_BACKEND_NAME = "sagejit_varlen"  # diffusers' varlen backends' counterpart (_diffusers_varlen.py)
+_ENUM_MEMBERS = {BACKEND_NAME: "SAGEJIT", VARLEN_BACKEND_NAME: "SAGEJIT_VARLEN"}
 
 _router = Router("diffusers")
 Report = _diffusers_scope.Report  # what enable() returns
@@ -106,34 +107,67 @@ def _sagejit_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_caus
                                                  _parallel_config=_parallel_config)
 
 
-def _backend_name_member():
-    """AttentionBackendName.SAGEJIT, added to diffusers' enum (set_attention_backend accepts only its members)."""
+def _sagejit_varlen_attention(query, key, value, attn_mask=None, is_causal=False, scale=None, return_lse=False,
+                              _parallel_config=None):
+    """The "sagejit_varlen" backend (_diffusers_varlen.py): a bool key-padding mask becomes cu_seqlens."""
+    gqa = query.shape[2] != key.shape[2]
+    attn_mask = _sdpa_mask(attn_mask, query, key)  # diffusers' [B, Nk] is [B, 1, 1, Nk]
+
+    def fallback():
+        return _diffusers_scope.outside_routing(
+            lambda: _native(query, key, value, attn_mask, 0.0, is_causal, scale, gqa, return_lse))
+
+    if query.shape[2] % key.shape[2] != 0:
+        raise ValueError(f"the sagejit_varlen backend: query heads ({query.shape[2]}) are not a multiple of key "
+                         f"heads ({key.shape[2]})")
+    refuse = None
+    if attn_mask is not None:
+        if is_causal:  # what torch SDPA refuses, and what a packed causal call would answer differently
+            raise ValueError("the sagejit_varlen backend takes attn_mask or is_causal=True, not both (as torch SDPA)")
+        refuse = _diffusers_varlen.key_padding(attn_mask, query, key)[1]
+    result = _router.route(lambda: _diffusers_varlen.attention(query, key, value, attn_mask, is_causal, scale,
+                                                               return_lse),
+                           fallback, query, refuse=refuse, observe=_diffusers_scope.current_observer())
+    if not return_lse:
+        return result
+    out, lse = result  # lse [B, H, S] either way; diffusers' layout is [B, S, H]
+    return out, lse.transpose(1, 2).contiguous()
+
+
+def _backend_name_member(value):
+    """AttentionBackendName.SAGEJIT (or SAGEJIT_VARLEN), added to diffusers' enum (set_attention_backend accepts
+    only its members)."""
     from diffusers.models.attention_dispatch import AttentionBackendName
 
-    existing = AttentionBackendName._value2member_map_.get(BACKEND_NAME)
+    existing = AttentionBackendName._value2member_map_.get(value)
     if existing is not None:
         return existing
-    member = str.__new__(AttentionBackendName, BACKEND_NAME)
-    member._name_ = _ENUM_MEMBER
-    member._value_ = BACKEND_NAME
+    name = _ENUM_MEMBERS[value]
+    member = str.__new__(AttentionBackendName, value)
+    member._name_ = name
+    member._value_ = value
     member.__objclass__ = AttentionBackendName
     if hasattr(enum.EnumType, "_add_member_"):  # Python >= 3.13 keeps members through this helper
-        AttentionBackendName._add_member_(_ENUM_MEMBER, member)
+        AttentionBackendName._add_member_(name, member)
     else:
-        type.__setattr__(AttentionBackendName, _ENUM_MEMBER, member)
-        AttentionBackendName._member_map_[_ENUM_MEMBER] = member
-    AttentionBackendName._member_names_.append(_ENUM_MEMBER)
-    AttentionBackendName._value2member_map_[BACKEND_NAME] = member
+        type.__setattr__(AttentionBackendName, name, member)
+        AttentionBackendName._member_map_[name] = member
+    AttentionBackendName._member_names_.append(name)
+    AttentionBackendName._value2member_map_[value] = member
     return member
 
 
 def register():
-    """Registers the "sagejit" backend with diffusers (idempotent); returns its AttentionBackendName."""
+    """Registers the "sagejit" and "sagejit_varlen" backends with diffusers (idempotent); returns the
+    AttentionBackendName of "sagejit"."""
     from diffusers.models.attention_dispatch import _AttentionBackendRegistry
 
-    member = _backend_name_member()
+    member = _backend_name_member(BACKEND_NAME)
     if member not in _AttentionBackendRegistry._backends:
         _AttentionBackendRegistry.register(member, constraints=[], supports_context_parallel=True)(_sagejit_attention)
+    varlen = _backend_name_member(VARLEN_BACKEND_NAME)
+    if varlen not in _AttentionBackendRegistry._backends:
+        _AttentionBackendRegistry.register(varlen, constraints=[])(_sagejit_varlen_attention)
     return member
 
 
