@@ -266,7 +266,7 @@ void sj_attention_gfx12(SjAttentionParams p) {
   const unsigned k_offset = k_lane_offset(tid), v_offset = v_lane_offset(tid, p.seq_kv_pad);
 #if SJ_KEY_MASK
   // The key tiles without a valid key are skipped: neither loaded nor computed.
-  const float* key_bias = km.key_bias + (long long)b * p.seq_kv_pad;
+  const float* key_bias = km.key_bias + sj_key_mask_row(km.heads, b, hk) * p.seq_kv_pad;
   // Prepare wrote it before this launch and nothing writes it now: readable as constant memory.
   const SJ_G12_CONSTANT float* uniform_bias = (const SJ_G12_CONSTANT float*)key_bias;
   bool tile_valid = tiles > 0 && tile_has_valid_key(key_bias, 0, lane);

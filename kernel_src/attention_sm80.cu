@@ -74,7 +74,9 @@ SJ_DEVICE void sj_load_tile(const SjAttentionParams& p, unsigned smem_base, int 
 // SJ_MIN_BLOCKS > 1 caps the registers so that many CTAs fit on an SM (more warps to hide latency).
 #if SJ_KEY_MASK
 extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_attention_sm80(SjAttentionParams p, SjKeyMask km) {
-  const float* key_bias = km.key_bias + (sj_i64)sj_block_z() * p.seq_kv_pad;
+  // The mask row of this CTA's batch item (and KV head, with a per-head mask).
+  const float* key_bias =
+      km.key_bias + sj_key_mask_row(km.heads, (int)sj_block_z(), (int)sj_block_y() / p.gqa_ratio) * p.seq_kv_pad;
 #else
 extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_attention_sm80(SjAttentionParams p) {
 #endif

@@ -226,7 +226,9 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS)
 extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_attention_sm90(SjAttentionParams p SJ_KEY_MASK_ARGUMENT) {
 #endif
 #if SJ_KEY_MASK
-  const float* key_bias = km.key_bias + (sj_i64)sj_block_z() * p.seq_kv_pad;
+  // The mask row of this CTA's batch item (and KV head, with a per-head mask).
+  const float* key_bias =
+      km.key_bias + sj_key_mask_row(km.heads, (int)sj_block_z(), (int)sj_block_y() / p.gqa_ratio) * p.seq_kv_pad;
 #endif
   extern __shared__ __align__(1024) unsigned char sj_smem[];
   const int lane = (int)sj_thread_x() & 31, warp = (int)sj_thread_x() >> 5;

@@ -20,7 +20,8 @@
 // arch/mma_sm80.h), SJ_KEY_MASK (optional, 1: a key mask, docs/NUMERICS.md "Key masks": a masked key
 // is left out like a key past Nk everywhere: the K mean (over the valid keys, counted per chunk),
 // the K block scales, the V channel scales, and its K and V rows are stored as 0; the quantize
-// kernel's K blocks of KV head 0 also write the log2-domain bias of their 32 keys to key_bias). A packed
+// kernel's K blocks of KV head 0 (of every head, with a per-head mask) also write the log2-domain
+// bias of their 32 keys to key_bias). A packed
 // varlen call (docs/NUMERICS.md "Varlen") is a key-mask call whose SjKeyMask carries cu_seqlens: item b
 // reads its own rows of the packed inputs and its keys past its length are its masked keys.
 //
@@ -78,15 +79,20 @@ SJ_DEVICE int sj_key_start(const SjKeyMask& km, int b) { return sj_seq_start(km.
 SJ_DEVICE int sj_key_count(const SjPrepareParams& p, const SjKeyMask& km, int b) {
   return sj_seq_length(km.cu_seqlens_k, b, p.seq_kv, km.total_k);
 }
-// The log2-domain bias of key n < sj_key_count of batch item b: the caller's mask's, 0 without one (a
-// varlen call: kind 0).
-SJ_DEVICE float sj_key_bias_at(const SjKeyMask& km, int b, int n) {
-  return km.kind == 0 ? 0.0f : sj_key_bias(km.mask, km.kind, (sj_i64)b * km.stride_b + (sj_i64)n * km.stride_n);
+// The log2-domain bias of key n < sj_key_count of batch item b for KV head hk: the caller's mask's, 0
+// without one (a varlen call: kind 0).
+SJ_DEVICE float sj_key_bias_at(const SjKeyMask& km, int b, int hk, int n) {
+  return km.kind == 0 ? 0.0f
+                      : sj_key_bias(km.mask, km.kind,
+                                    (sj_i64)b * km.stride_b + (sj_i64)hk * km.stride_h + (sj_i64)n * km.stride_n);
 }
-// Whether key n of batch item b takes part: inside its sequence, and its bias is not -inf.
-SJ_DEVICE bool sj_key_valid(const SjPrepareParams& p, const SjKeyMask& km, int b, int n) {
-  return n < sj_key_count(p, km, b) && sj_key_bias_valid(sj_key_bias_at(km, b, n));
+// Whether key n of batch item b takes part for KV head hk: inside its sequence, and its bias is not -inf.
+SJ_DEVICE bool sj_key_valid(const SjPrepareParams& p, const SjKeyMask& km, int b, int hk, int n) {
+  return n < sj_key_count(p, km, b) && sj_key_bias_valid(sj_key_bias_at(km, b, hk, n));
 }
+// Whether KV head hk owns a mask row (writes its key_bias and its valid-key counts): head 0 of each
+// batch item, or every head with a per-head mask.
+SJ_DEVICE bool sj_writes_mask_row(const SjKeyMask& km, int hk) { return hk == 0 || km.heads > 1; }
 #define SJ_KEY_START(b) sj_key_start(km, b)
 #else
 #define SJ_KEY_START(b) 0
@@ -99,15 +105,15 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p SJ_KEY_MASK_
   const int last = first + SJ_K_MEAN_CHUNK < p.seq_kv ? first + SJ_K_MEAN_CHUNK : p.seq_kv;
   const sj_i64 partial = (((sj_i64)b * p.heads_kv + hk) * chunks + chunk) * SJ_D;
 #if SJ_KEY_MASK
-  // The chunk's valid keys, once per block; KV head 0's block also counts them for the K mean.
+  // The chunk's valid keys, once per block; the block of the mask row's owner also counts them for the K mean.
   SJ_SHARED unsigned char valid[SJ_K_MEAN_CHUNK];
   for (int n = (int)sj_thread_x(); n < SJ_K_MEAN_CHUNK; n += SJ_THREADS)
-    valid[n] = first + n < last && sj_key_valid(p, km, b, first + n) ? 1 : 0;
+    valid[n] = first + n < last && sj_key_valid(p, km, b, hk, first + n) ? 1 : 0;
   sj_barrier();
-  if (sj_thread_x() == 0 && hk == 0 && p.smooth_k) {
+  if (sj_thread_x() == 0 && sj_writes_mask_row(km, hk) && p.smooth_k) {
     int valid_count = 0;
     for (int n = 0; n < SJ_K_MEAN_CHUNK; ++n) valid_count += valid[n];
-    km.valid_keys_partial[(sj_i64)b * chunks + chunk] = valid_count;
+    km.valid_keys_partial[sj_key_mask_row(km.heads, b, hk) * chunks + chunk] = valid_count;
   }
 #define SJ_STATS_KEY_VALID(n) (valid[(n) - first] != 0)
 #else
@@ -148,7 +154,8 @@ SJ_DEVICE float sj_head_k_mean(const SjPrepareParams& p, int b, int hk, int d SJ
   for (int c = 0; c < chunks; ++c) sum = sj_add_rn_f64(sum, p.k_mean_partial[(head * chunks + c) * SJ_D + d]);
 #if SJ_KEY_MASK
   int valid_keys = 0;  // integers: any order
-  for (int c = 0; c < chunks; ++c) valid_keys += km.valid_keys_partial[(sj_i64)b * chunks + c];
+  const sj_i64 row = sj_key_mask_row(km.heads, b, hk);
+  for (int c = 0; c < chunks; ++c) valid_keys += km.valid_keys_partial[row * chunks + c];
   return sj_masked_k_mean(sum, valid_keys);
 #else
   return sj_k_mean(sum, p.seq_kv);
@@ -355,7 +362,7 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
     for (int k = 0; k < SJ_ROW_PER_THREAD; ++k) {
       const int n = first_row + item_row[k];
 #if SJ_KEY_MASK
-      const bool valid = item_row[k] < SJ_QUANT_TILE && n < seq && (is_q || sj_key_valid(p, km, b, n));
+      const bool valid = item_row[k] < SJ_QUANT_TILE && n < seq && (is_q || sj_key_valid(p, km, b, head, n));
 #else
       const bool valid = item_row[k] < SJ_QUANT_TILE && n < seq;
 #endif
@@ -379,10 +386,12 @@ SJ_DEVICE void sj_quantize_rows(const SjPrepareParams& p, bool is_q, int b, int 
     else
       sj_store_int8_rows<false>(x, SjDivisor{scale, 0.0f}, first_row, seq, out);
 #if SJ_KEY_MASK
-    // KV head 0's K blocks write the log2-domain bias of their 32 keys (-inf past Nk) for the attention kernel.
-    if (!is_q && head == 0 && tid < SJ_QUANT_BLOCK) {
+    // The mask row owner's K blocks write the log2-domain bias of their 32 keys (-inf past Nk) for the
+    // attention kernel.
+    if (!is_q && sj_writes_mask_row(km, head) && tid < SJ_QUANT_BLOCK) {
       const int n = first_row + tid;
-      km.key_bias[(sj_i64)b * p.seq_kv_pad + n] = n < seq ? sj_key_bias_at(km, b, n) : sj_neg_inf();
+      km.key_bias[sj_key_mask_row(km.heads, b, head) * p.seq_kv_pad + n] = n < seq ? sj_key_bias_at(km, b, head, n)
+                                                                                   : sj_neg_inf();
     }
 #endif
     if (tid == 0) (is_q ? p.q_scale : p.k_scale)[(head_row0 + first_row) / SJ_QUANT_BLOCK] = scale;
@@ -546,7 +555,7 @@ SJ_DEVICE void sj_quantize_v(const SjPrepareParams& p, int b, int hk, int tile_i
       const int n = first_key + key;
       raw[k] = SjVec16{{0u, 0u, 0u, 0u}};  // the bits of +0
 #if SJ_KEY_MASK
-      const bool kept = n < p.seq_kv && sj_key_valid(p, km, b, n);  // a masked key is staged as +0: code 0
+      const bool kept = n < p.seq_kv && sj_key_valid(p, km, b, hk, n);  // a masked key is staged as +0: code 0
 #else
       const bool kept = n < p.seq_kv;
 #endif

@@ -78,7 +78,8 @@ struct Case {
   int mask_kind = 0;
   numerics::MaskPattern mask_pattern = numerics::MaskPattern::random;
   bool mask_ltx_style = false;
-  std::int64_t mask_stride_batch = -1, mask_stride_key = 1;  // -1: dense [B, Nk]
+  std::int64_t mask_stride_batch = -1, mask_stride_key = 1;  // -1: dense [B, (H,) Nk]
+  std::int64_t mask_heads = 1, mask_stride_head = -1;        // heads_q: a mask per head; -1: dense rows
   // Applied to the inputs after they are filled, before upload (e.g. a NaN placed on purpose).
   std::function<void(numerics::HostTensor& q, numerics::HostTensor& k, numerics::HostTensor& v)> edit_inputs;
 
@@ -179,9 +180,12 @@ inline CaseResult run_case(const Gpu& gpu, const Case& c) {
   call.prepare_config = c.prepare;
   std::optional<DeviceBuffer> mask;
   if (c.mask_kind != 0) {
-    const std::int64_t stride_batch = c.mask_stride_batch < 0 ? c.seq_kv * c.mask_stride_key : c.mask_stride_batch;
-    r.mask = numerics::make_key_mask(c.mask_kind, c.mask_pattern, c.batch, c.seq_kv, stride_batch, c.mask_stride_key,
-                                     c.mask_ltx_style, rng);
+    const std::int64_t stride_head =
+        c.mask_heads == 1 ? 0 : c.mask_stride_head < 0 ? c.seq_kv * c.mask_stride_key : c.mask_stride_head;
+    const std::int64_t row = c.mask_heads == 1 ? c.seq_kv * c.mask_stride_key : c.mask_heads * stride_head;
+    const std::int64_t stride_batch = c.mask_stride_batch < 0 ? row : c.mask_stride_batch;
+    r.mask = numerics::make_key_mask(c.mask_kind, c.mask_pattern, c.batch, c.mask_heads, c.seq_kv, stride_batch,
+                                     stride_head, c.mask_stride_key, c.mask_ltx_style, rng);
     mask.emplace(device_buffer(gpu, r.mask.bytes.size()));
     mask->upload(r.mask.bytes.data(), r.mask.bytes.size());
     call.key_mask = r.mask.view;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/key_mask.h"
 #include "dev/numerics/key_mask_fill.hpp"
 #include "dev/numerics/random_fill.hpp"
 #include "numerics/emulator.hpp"
@@ -125,4 +126,79 @@ TEST_CASE("key mask: bad masks are invalid arguments naming options.key_mask and
   CHECK(reason({bytes.data(), static_cast<MaskType>(9), {2, 90}, {90, 1}, 0}).find("options.key_mask.type 9 is not one of") != std::string::npos);
   const std::string too_far = reason({bytes.data(), MaskType::fp32, {2, 90}, {std::int64_t{1} << 62, 1}, 0});
   CHECK(too_far.find("key_mask: element offsets") != std::string::npos);
+}
+
+TEST_CASE("key mask per head: C++ and the C ABI (options V4) reach the emulator with one mask row per head") {
+  std::mt19937_64 rng(test::detail::mix(test::test_seed() + 0x6b70));
+  // q and k with the same heads (a per-head mask needs them): [2, 3, 70, 64] and [2, 3, 90, 64].
+  Inputs in{HostTensor({2, 3, 70, 64}, DType::bf16, Layout::HND), HostTensor({2, 3, 90, 64}, DType::bf16, Layout::HND),
+            HostTensor({2, 3, 90, 64}, DType::bf16, Layout::HND), HostTensor({2, 3, 70, 64}, DType::bf16, Layout::HND)};
+  numerics::fill_normal(in.q, rng);
+  numerics::fill_channel_offsets(in.k, rng, 2.0);
+  numerics::fill_normal(in.v, rng);
+  // LTX's shape: [B, H, 1, Nk] as stored, heads' rows 93 elements apart, batch items 3 x 93.
+  const numerics::KeyMaskBuffer mask = numerics::make_key_mask(
+      SJ_KEY_MASK_BF16, numerics::MaskPattern::padded_tail, 2, 3, 90, 3 * 93, 93, 1, /*ltx_style=*/false, rng);
+  CAPTURE(mask.description);
+  AttentionOptions options;
+  options.key_mask = {mask.bytes.data(), MaskType::bf16, {2, 90}, {3 * 93, 1}, 0, /*heads=*/3, /*head_stride=*/93};
+  HostTensor out = in.out;
+  emulate_attention(in.q.view(), in.k.view(), in.v.view(), out.view(), options, "sm_90");
+
+  AttentionCall call;
+  call.batch = 2;
+  call.heads_q = call.heads_kv = 3;
+  call.seq_q = 70;
+  call.seq_kv = 90;
+  call.head_dim = 64;
+  call.sm_scale = numerics::default_sm_scale(64);
+  call.key_mask = mask.view;
+  const AttentionPlan plan = plan_attention(call, "sm_90");
+  CHECK(plan.workspace.key_bias.count == static_cast<std::size_t>(2 * 3 * 128));  // a row per item and head
+  const numerics::EmulatorResult expected =
+      numerics::emulate(in.q.view(), in.k.view(), in.v.view(), Layout::HND, emulator_options_for(plan, call));
+  CHECK(out.storage() == expected.out.storage());
+  // The heads' masks differ, so the per-head call is not the call with head 0's mask for every head.
+  AttentionOptions head0 = options;
+  head0.key_mask.heads = 1;
+  head0.key_mask.head_stride = 0;
+  HostTensor out_head0 = in.out;
+  emulate_attention(in.q.view(), in.k.view(), in.v.view(), out_head0.view(), head0, "sm_90");
+  CHECK(out_head0.storage() != out.storage());
+
+  HostTensor c_out = in.out;
+  sagejit_options c_options = sagejit_default_options();
+  CHECK(c_options.key_mask_heads.count == 1);
+  CHECK(c_options.key_mask_heads.stride == 0);
+  c_options.key_mask = {mask.bytes.data(), SAGEJIT_MASK_BF16, 0, {2, 90}, {3 * 93, 1}};
+  c_options.key_mask_heads = {3, 93};
+  const sagejit_tensor q = to_c(in.q), k = to_c(in.k), v = to_c(in.v), o = to_c(c_out);
+  REQUIRE(sagejit_emulate_attention(&q, &k, &v, &o, &c_options, "sm_90") == SAGEJIT_SUCCESS);
+  CHECK(c_out.storage() == out.storage());
+
+  // A V3 struct has no key_mask_heads: whatever lies past it, one mask for every head.
+  HostTensor v3_out = in.out;
+  const sagejit_tensor o_v3 = to_c(v3_out);
+  c_options.struct_size = SAGEJIT_OPTIONS_V3_SIZE;
+  REQUIRE(sagejit_emulate_attention(&q, &k, &v, &o_v3, &c_options, "sm_90") == SAGEJIT_SUCCESS);
+  CHECK(v3_out.storage() == out_head0.storage());
+}
+
+TEST_CASE("key mask per head: bad heads are errors naming options.key_mask.heads and what is accepted") {
+  std::mt19937_64 rng(test::detail::mix(test::test_seed() + 0x6b71));
+  const Inputs in = make_inputs(rng);  // Hq 2 on Hk 1: GQA
+  std::vector<unsigned char> bytes(2 * 2 * 90, 1);
+  const auto reason = [&](KeyMask mask) {
+    AttentionOptions options;
+    options.key_mask = mask;
+    return supports_target(in.q.view(), in.k.view(), in.v.view(), in.out.view(), options, "gfx1201").reason;
+  };
+  CHECK(reason({bytes.data(), MaskType::boolean, {2, 90}, {180, 1}, 0, 3, 90}).find(
+            "options.key_mask.heads 3 is not 1 (one mask for every head) or Hq = 2") != std::string::npos);
+  CHECK(reason({bytes.data(), MaskType::boolean, {2, 90}, {180, 1}, 0, 2, 90}).find(
+            "a mask per head with GQA (Hq 2 != Hk 1) is not supported") != std::string::npos);
+  CHECK(reason({bytes.data(), MaskType::boolean, {2, 90}, {180, 1}, 0, 2, -90}).find(
+            "options.key_mask.head_stride -90 must be >= 0") != std::string::npos);
+  CHECK(reason({nullptr, MaskType::none, {0, 0}, {0, 0}, 0, 2, 0}).find(
+            "options.key_mask.heads is 2 but there is no key mask") != std::string::npos);
 }

@@ -41,6 +41,7 @@ Case random_masked_case(std::uint64_t seed) {
   c.batch = random_in(1, 3);
   c.heads_kv = random_in(1, 2);
   c.heads_q = c.heads_kv * random_in(1, 3);
+  if (random_in(0, 2) == 0) c.heads_q = c.heads_kv = c.mask_heads = random_in(2, 3);  // a mask per head (LTX)
   c.seq_q = random_in(1, 600);
   c.seq_kv = random_in(1, 1500);
   c.head_dim = std::array<std::int64_t, 3>{64, 128, 256}[static_cast<std::size_t>(random_in(0, 2))];
@@ -54,14 +55,18 @@ Case random_masked_case(std::uint64_t seed) {
   c.mask_ltx_style = c.mask_kind != SJ_KEY_MASK_BOOL && random_in(0, 3) == 0;
   c.mask_stride_key = random_in(1, 2);
   const std::int64_t batch_choice = random_in(0, 2);  // dense, one row for every item, padded batch stride
-  c.mask_stride_batch = batch_choice == 0 ? -1 : batch_choice == 1 ? 0 : c.seq_kv * c.mask_stride_key + 5;
+  if (c.mask_heads > 1 && random_in(0, 1) != 0) c.mask_stride_head = c.seq_kv * c.mask_stride_key + 3;  // padded rows
+  const std::int64_t key_row = c.seq_kv * c.mask_stride_key;
+  const std::int64_t item = c.mask_heads > 1 ? c.mask_heads * (c.mask_stride_head < 0 ? key_row : c.mask_stride_head) : key_row;
+  c.mask_stride_batch = batch_choice == 0 ? -1 : batch_choice == 1 ? 0 : item + 5;
   return c;
 }
 
-bool row_has_valid_key(const Case& c, const numerics::KeyMaskView& mask, std::int64_t b, std::int64_t i) {
+bool row_has_valid_key(const Case& c, const numerics::KeyMaskView& mask, std::int64_t b, std::int64_t h,
+                       std::int64_t i) {
   const std::int64_t keys = c.causal ? std::min(i + 1, c.seq_kv) : c.seq_kv;
   for (std::int64_t n = 0; n < keys; ++n)
-    if (!numerics::key_masked(mask, b, n)) return true;
+    if (!numerics::key_masked(mask, b, n, h)) return true;
   return false;
 }
 
@@ -90,7 +95,7 @@ void check_masked(const Gpu& gpu, const Case& c) {
   for (std::int64_t b = 0; b < c.batch; ++b)
     for (std::int64_t h = 0; h < c.heads_q; ++h)
       for (std::int64_t i = 0; i < c.seq_q; ++i) {
-        const bool valid = row_has_valid_key(c, r.mask.view, b, i);
+        const bool valid = row_has_valid_key(c, r.mask.view, b, h, i);
         empty_rows += valid ? 0 : 1;
         for (std::int64_t d = 0; d < c.head_dim; ++d) {
           const double got = r.out.get(b, h, i, d);

@@ -1,7 +1,8 @@
 // Key masks in the emulator (docs/NUMERICS.md "Key masks"): against the fp64 reference on random
 // problems (bool and additive masks, broadcast views, padded tails, masked tiles, all-masked rows,
 // odd lengths, causal + mask, GQA, padded head dims), bit for bit unchanged by the values of masked
-// keys, and bit for bit the unmasked result when nothing is masked. Seeds are logged
+// keys, and bit for bit the unmasked result when nothing is masked; a third of the draws have a mask
+// per head (LTX's [B, H, 1, Nk], heads of q and k equal). Seeds are logged
 // (tests/random_support.hpp); SAGEJIT_KEY_MASK_TRIALS sets the number of random problems (default 24).
 #include <doctest/doctest.h>
 
@@ -40,7 +41,8 @@ struct Case {
   int kind;
   MaskPattern pattern;
   bool ltx_style;
-  std::int64_t stride_batch, stride_key;
+  std::int64_t mask_heads;  // 1, or heads_q (= heads_kv): a mask per head
+  std::int64_t stride_batch, stride_head, stride_key;
 };
 
 Case draw_case(std::mt19937_64& rng) {
@@ -49,6 +51,8 @@ Case draw_case(std::mt19937_64& rng) {
   c.batch = pick(1, 3);
   c.heads_kv = pick(1, 2);
   c.heads_q = c.heads_kv * pick(1, 3);  // GQA
+  if (pick(0, 2) == 0) c.heads_q = c.heads_kv = pick(2, 3);  // a mask per head (no GQA)
+  c.mask_heads = c.heads_q == c.heads_kv && c.heads_q > 1 ? c.heads_q : 1;
   c.seq_q = pick(1, 200);
   c.seq_kv = pick(1, 330);  // odd lengths, several tiles
   const std::int64_t dims[] = {40, 64, 96, 128};
@@ -70,10 +74,18 @@ Case draw_case(std::mt19937_64& rng) {
   c.pattern = static_cast<MaskPattern>(pick(0, 3));
   c.ltx_style = c.kind != SJ_KEY_MASK_BOOL && pick(0, 3) == 0;
   c.stride_key = pick(1, 2);  // 2: a view of every other element
-  // [B, Nk] dense, a broadcast row for every batch item (stride 0), or a padded batch stride.
+  // [B, (H,) Nk] dense, a broadcast row for every batch item (stride 0), or a padded batch stride; per
+  // head, the heads' rows dense or padded.
+  c.stride_head = c.mask_heads > 1 ? c.seq_kv * c.stride_key + pick(0, 1) * 5 : 0;
+  const std::int64_t row = c.mask_heads > 1 ? c.mask_heads * c.stride_head : c.seq_kv * c.stride_key;
   const std::int64_t batch_choice = pick(0, 2);
-  c.stride_batch = batch_choice == 0 ? c.seq_kv * c.stride_key : batch_choice == 1 ? 0 : c.seq_kv * c.stride_key + 3;
+  c.stride_batch = batch_choice == 0 ? row : batch_choice == 1 ? 0 : row + 3;
   return c;
+}
+
+KeyMaskBuffer make_mask(const Case& c, MaskPattern pattern, bool ltx_style, std::mt19937_64& rng, int kind = 0) {
+  return make_key_mask(kind != 0 ? kind : c.kind, pattern, c.batch, c.mask_heads, c.seq_kv, c.stride_batch,
+                       c.stride_head, c.stride_key, ltx_style, rng);
 }
 
 std::string describe(const Case& c, const KeyMaskBuffer& mask) {
@@ -99,11 +111,11 @@ Inputs make_inputs(const Case& c, std::mt19937_64& rng) {
   return in;
 }
 
-// Does row i of batch item b see any valid key (causal: among keys 0..i)?
-bool row_has_valid_key(const Case& c, const KeyMaskView& mask, std::int64_t b, std::int64_t i) {
+// Does row i of batch item b and query head h see any valid key (causal: among keys 0..i)?
+bool row_has_valid_key(const Case& c, const KeyMaskView& mask, std::int64_t b, std::int64_t h, std::int64_t i) {
   const std::int64_t keys = c.options.causal ? std::min(i + 1, c.seq_kv) : c.seq_kv;
   for (std::int64_t n = 0; n < keys; ++n)
-    if (!key_masked(mask, b, n)) return true;
+    if (!key_masked(mask, b, n, h)) return true;
   return false;
 }
 
@@ -114,7 +126,7 @@ TEST_CASE("key masks: the emulator matches fp64 attention with the mask, all-mas
   const int count = trials();
   for (int trial = 0; trial < count; ++trial) {
     const Case c = draw_case(rng);
-    const KeyMaskBuffer mask = make_key_mask(c.kind, c.pattern, c.batch, c.seq_kv, c.stride_batch, c.stride_key, c.ltx_style, rng);
+    const KeyMaskBuffer mask = make_mask(c, c.pattern, c.ltx_style, rng);
     const std::string what = fmt::format("trial {}: {}", trial, describe(c, mask));
     CAPTURE(what);
     const Inputs in = make_inputs(c, rng);
@@ -132,7 +144,7 @@ TEST_CASE("key masks: the emulator matches fp64 attention with the mask, all-mas
       for (std::int64_t h = 0; h < c.heads_q; ++h)
         for (std::int64_t i = 0; i < c.seq_q; ++i) {
           const std::int64_t row = (b * c.heads_q + h) * c.seq_q + i;
-          const bool valid = row_has_valid_key(c, mask.view, b, i);
+          const bool valid = row_has_valid_key(c, mask.view, b, h, i);
           if (!valid) ++empty_rows;
           for (std::int64_t d = 0; d < c.head_dim; ++d) {
             const double value = got.out.get(b, h, i, d), expected = ref.out[static_cast<std::size_t>(row * c.head_dim + d)];
@@ -171,7 +183,7 @@ TEST_CASE("key masks: masked keys take no part (their k and v values change noth
   for (int trial = 0; trial < count; ++trial) {
     Case c = draw_case(rng);
     if (c.pattern == MaskPattern::all_masked) c.pattern = MaskPattern::random;
-    const KeyMaskBuffer mask = make_key_mask(c.kind, c.pattern, c.batch, c.seq_kv, c.stride_batch, c.stride_key, false, rng);
+    const KeyMaskBuffer mask = make_mask(c, c.pattern, false, rng);
     const std::string what = fmt::format("trial {}: {}", trial, describe(c, mask));
     CAPTURE(what);
     Inputs in = make_inputs(c, rng);
@@ -183,8 +195,8 @@ TEST_CASE("key masks: masked keys take no part (their k and v values change noth
     const float poison[] = {3.0e4f, -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
     for (std::int64_t b = 0; b < c.batch; ++b)
       for (std::int64_t n = 0; n < c.seq_kv; ++n)
-        if (key_masked(mask.view, b, n))
-          for (std::int64_t h = 0; h < c.heads_kv; ++h)
+        for (std::int64_t h = 0; h < c.heads_kv; ++h)
+          if (key_masked(mask.view, b, n, h))
             for (std::int64_t d = 0; d < c.head_dim; ++d) {
               in.k.set(b, h, n, d, poison[(n + d) % 3]);
               in.v.set(b, h, n, d, poison[(n + d + 1) % 3]);
@@ -205,8 +217,7 @@ TEST_CASE("key masks: masked keys take no part (their k and v values change noth
   for (int kind = SJ_KEY_MASK_BOOL; kind <= SJ_KEY_MASK_F16; ++kind) {
     Case c = draw_case(rng);
     c.options.fused_scores = c.options.sum_quantized_p = false;
-    const KeyMaskBuffer mask = make_key_mask(kind, MaskPattern::none_masked, c.batch, c.seq_kv, c.stride_batch,
-                                             c.stride_key, /*ltx_style=*/true, rng);  // -10000 style: zeros
+    const KeyMaskBuffer mask = make_mask(c, MaskPattern::none_masked, /*ltx_style=*/true, rng, kind);  // zeros
     CAPTURE(describe(c, mask));
     const Inputs in = make_inputs(c, rng);
     EmulatorOptions options = c.options;
@@ -223,27 +234,30 @@ TEST_CASE("key masks: the K mean is the fp64 mean of the valid keys, key_bias th
   for (int trial = 0; trial < 8; ++trial) {
     Case c = draw_case(rng);
     c.options.smooth_k = true;
-    const KeyMaskBuffer mask = make_key_mask(c.kind, c.pattern, c.batch, c.seq_kv, c.stride_batch, c.stride_key, false, rng);
+    const KeyMaskBuffer mask = make_mask(c, c.pattern, false, rng);
     CAPTURE(describe(c, mask));
     const Inputs in = make_inputs(c, rng);
     EmulatorOptions options = c.options;
     options.key_mask = mask.view;
     const PreparedTensors p = prepare(in.q.view(), in.k.view(), in.v.view(), c.layout, options);
-    REQUIRE(p.key_bias.size() == static_cast<std::size_t>(c.batch * p.seq_kv_pad));
+    REQUIRE(p.key_bias.size() == static_cast<std::size_t>(c.batch * c.mask_heads * p.seq_kv_pad));
     for (std::int64_t b = 0; b < c.batch; ++b) {
-      for (std::int64_t n = 0; n < p.seq_kv_pad; ++n) {
-        const float bias = p.key_bias[static_cast<std::size_t>(b * p.seq_kv_pad + n)];
-        if (n >= c.seq_kv || key_masked(mask.view, b, n))
-          CHECK(!sj_key_bias_valid(bias));
-        else
-          CHECK(bias == sj_key_bias(mask.view.data, mask.view.kind, b * mask.view.stride_batch + n * mask.view.stride_key));
-      }
+      for (std::int64_t mh = 0; mh < c.mask_heads; ++mh)
+        for (std::int64_t n = 0; n < p.seq_kv_pad; ++n) {
+          const std::int64_t row = sj_key_mask_row(static_cast<int>(c.mask_heads), static_cast<int>(b), static_cast<int>(mh));
+          const float bias = p.key_bias[static_cast<std::size_t>(row * p.seq_kv_pad + n)];
+          if (n >= c.seq_kv || key_masked(mask.view, b, n, mh))
+            CHECK(!sj_key_bias_valid(bias));
+          else
+            CHECK(bias == sj_key_bias(mask.view.data, mask.view.kind,
+                                      b * mask.view.stride_batch + mh * mask.view.stride_head + n * mask.view.stride_key));
+        }
       for (std::int64_t h = 0; h < c.heads_kv; ++h)
         for (std::int64_t d = 0; d < c.head_dim; ++d) {
           double sum = 0.0;
           int valid = 0;
           for (std::int64_t n = 0; n < c.seq_kv; ++n)
-            if (!key_masked(mask.view, b, n)) {
+            if (!key_masked(mask.view, b, n, h)) {
               sum += in.k.get(b, h, n, d);
               ++valid;
             }

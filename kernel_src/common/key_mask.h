@@ -1,8 +1,9 @@
 // The key mask of docs/NUMERICS.md ("Key masks"), written once for the prepare kernels, the attention
-// kernels and the CPU emulator: a mask per (batch item, key), boolean (nonzero = attend, torch SDPA's
-// convention) or an additive bias (fp32, bf16 or fp16) in natural-log units, read from the caller's
-// tensor at element offset b * stride_b + n * stride_n. Prepare turns it into the log2-domain bias of
-// each key (the workspace section key_bias, [B, Nk_pad]); a key whose bias is -inf is masked, and
+// kernels and the CPU emulator: a mask per (batch item, key), or per (batch item, head, key) when the
+// heads of q and k are the same, boolean (nonzero = attend, torch SDPA's convention) or an additive
+// bias (fp32, bf16 or fp16) in natural-log units, read from the caller's tensor at element offset
+// b * stride_b + h * stride_h + n * stride_n. Prepare turns it into the log2-domain bias of each key
+// (the workspace section key_bias, one row per sj_key_mask_row); a key whose bias is -inf is masked, and
 // every stage treats a masked key like a key past Nk (outside the K mean, the K and V scales, the
 // softmax). Kernels see the mask only when compiled with SJ_KEY_MASK 1; without it nothing here is used.
 #pragma once
@@ -35,6 +36,12 @@ SJ_HOST_DEVICE float sj_key_bias(const void* mask, int kind, sj_i64 offset) {
   return bias * log2e;
 #endif
 }
+
+// The mask row of batch item b and head h (a KV head; with a per-head mask it is also the query head,
+// Hq = Hk): the row of key_bias and of the valid-key counts. heads 1: one row per batch item.
+SJ_HOST_DEVICE sj_i64 sj_key_mask_row(int heads, int b, int h) { return heads > 1 ? (sj_i64)b * heads + h : b; }
+// How many rows a call of `batch` items has (the workspace's key_bias and valid-key count rows).
+SJ_HOST_DEVICE sj_i64 sj_key_mask_rows(int heads, sj_i64 batch) { return heads > 1 ? batch * heads : batch; }
 
 // A key takes part (in the K mean, the scales and the softmax) unless its bias is -inf. NaN biases
 // take part (and make the rows that see them NaN, as in SDPA).

@@ -55,12 +55,13 @@ struct SjAttentionParams {
 // compiled with SJ_KEY_MASK 1 (after the descriptor's own extra argument, if any); kernels without
 // a mask never see it, so their code is what it was before masks existed.
 struct SjKeyMask {
-  const void* mask;         // the caller's [B, Nk] view: element (b, n) at b * stride_b + n * stride_n
-  long long stride_b, stride_n;  // elements of the mask's own type (stride_b 0: one mask for every batch item)
+  // The caller's [B, H or 1, Nk] view: element (b, h, n) at b * stride_b + h * stride_h + n * stride_n.
+  const void* mask;
+  long long stride_b, stride_h, stride_n;  // elements of the mask's own type (0: the same for every b / h)
   int kind;                 // SJ_KEY_MASK_BOOL | _F32 | _BF16 | _F16
-  int reserved;             // 0
-  float* key_bias;          // workspace [B, Nk_pad]: log2-domain bias, -inf for masked keys and keys >= Nk
-  int* valid_keys_partial;  // workspace [B, ceil(Nk / 64)]: valid keys per K-mean chunk (smoothing), or null
+  int heads;                // 1: one mask row per batch item; H (= Hq = Hk): one per batch item and head
+  float* key_bias;          // workspace [mask rows, Nk_pad]: log2-domain bias, -inf for masked keys and keys >= Nk
+  int* valid_keys_partial;  // workspace [mask rows, ceil(Nk / 64)]: valid keys per K-mean chunk (smoothing), or null
   // A packed varlen call (docs/NUMERICS.md "Varlen"): batch item b is rows cu[b] .. cu[b + 1] - 1 of the
   // packed q (cu_seqlens_q) and k, v (cu_seqlens_k), whose batch strides are 0; seq_q and seq_kv of the
   // params are the longest sequences. Null for a dense call (then kind names the caller's mask; a

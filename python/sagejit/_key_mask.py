@@ -4,20 +4,20 @@ no copy, no host synchronisation).
 
 A mask follows torch SDPA's `attn_mask`: it broadcasts against the scores [B, Hq, Nq, Nk] (right-aligned,
 missing leading dimensions are 1), bool (True = attend) or an additive float (float32, bfloat16,
-float16). sagejit takes the ones that are the same for every head and query (size 1 or stride 0 along
-those dimensions): a key-padding mask such as [B, 1, 1, Nk] (HunyuanVideo), (1 - mask) * -10000 shaped
-so (LTX), or one expanded to [B, H, Nq, Nk] with stride 0 along H and Nq. A 2-D mask is SDPA's
-[Nq, Nk]: it qualifies only when it does not vary along the queries. Anything else is UnsupportedCall
-naming what is accepted.
+float16). sagejit takes the ones that are the same for every query (size 1 or stride 0 along Nq) and
+either the same for every head or - where q and k have the same heads - one per head: a key-padding mask
+such as [B, 1, 1, Nk] (HunyuanVideo), (1 - mask) * -10000 repeated per head as [B, H, 1, Nk] (LTX), or one
+expanded to [B, H, Nq, Nk] with stride 0 along Nq. A 2-D mask is SDPA's [Nq, Nk]: it qualifies only when
+it does not vary along the queries. Anything else is UnsupportedCall naming what is accepted.
 """
-from ._library import KeyMask, SagejitError, UnsupportedCall
+from ._library import KeyMask, KeyMaskHeads, SagejitError, UnsupportedCall
 from ._torch_tensors import INVALID_ARGUMENT
 
 # sagejit_mask_type codes by str(torch dtype).
 MASK_TYPES = {"torch.bool": 1, "torch.float32": 2, "torch.bfloat16": 3, "torch.float16": 4}
 ACCEPTED = ("a key mask: bool (True = attend) or additive float32/bfloat16/float16, broadcasting against the "
-            "scores [B, H, Nq, Nk] and the same for every head and query (size 1 or stride 0 there), e.g. "
-            "[B, 1, 1, Nk] or one expanded to [B, H, Nq, Nk]")
+            "scores [B, H, Nq, Nk], the same for every query (size 1 or stride 0 there) and for every head unless q "
+            "and k have the same heads, e.g. [B, 1, 1, Nk], [B, H, 1, Nk] or one expanded to [B, H, Nq, Nk]")
 
 
 def _scores_shape(q, k, layout):
@@ -52,19 +52,26 @@ def _examine(mask, q, k, layout):
         if shape[i] not in (1, wanted[i]):
             return SagejitError, (f"attn_mask of shape {tuple(mask.shape)} does not broadcast against the scores "
                                   f"[B, H, Nq, Nk] = {list(wanted)} (dimension {name})")
-    for i, name in ((1, "heads"), (2, "queries")):
-        if shape[i] != 1 and strides[i] != 0:
-            return UnsupportedCall, (f"attn_mask of shape {tuple(mask.shape)} and strides {tuple(mask.stride())} "
-                                     f"varies along the {name}; sagejit takes {ACCEPTED}")
+    if shape[2] != 1 and strides[2] != 0:
+        return UnsupportedCall, (f"attn_mask of shape {tuple(mask.shape)} and strides {tuple(mask.stride())} "
+                                 f"varies along the queries; sagejit takes {ACCEPTED}")
+    per_head = shape[1] != 1 and strides[1] != 0
+    kv_heads = k.shape[1] if layout == 0 else k.shape[2]
+    if per_head and heads != kv_heads:
+        return UnsupportedCall, (f"attn_mask of shape {tuple(mask.shape)} and strides {tuple(mask.stride())} "
+                                 f"varies along the heads with GQA (q has {heads} heads, k {kv_heads}); sagejit "
+                                 f"takes {ACCEPTED}")
     batch_stride = strides[0] if shape[0] != 1 else 0
     key_stride = strides[3] if shape[3] != 1 else 0
-    return None, (code, (batch if shape[0] != 1 else 1, keys), (batch_stride, key_stride))
+    mask_heads = (heads, strides[1]) if per_head else (1, 0)
+    return None, (code, (batch if shape[0] != 1 else 1, keys), (batch_stride, key_stride), mask_heads)
 
 
 def key_mask_view(mask, q, k, layout):
-    """(type code, (batch, keys), (batch stride, key stride)) of `mask` for a call, or UnsupportedCall /
-    SagejitError(invalid_argument) naming what is wrong. Only shapes, strides, dtype and device are read
-    (traceable by torch.compile; fake tensors have them too)."""
+    """(type code, (batch, keys), (batch stride, key stride), (heads, head stride)) of `mask` for a call
+    (heads 1: the same for every head), or UnsupportedCall / SagejitError(invalid_argument) naming what is
+    wrong. Only shapes, strides, dtype and device are read (traceable by torch.compile; fake tensors have
+    them too)."""
     error, result = _examine(mask, q, k, layout)
     if error is UnsupportedCall:
         raise UnsupportedCall(result)
@@ -82,23 +89,27 @@ def refusal(mask, q, k, layout):
     error, result = _examine(mask, q, k, layout)
     if error is not UnsupportedCall:
         return None
-    if "varies along the" in result:
-        return "attn_mask: varies along the " + result.split("varies along the ", 1)[1].split(";", 1)[0]
+    if "varies along the" in result:  # "... the queries", "... the heads with GQA"
+        reason = result.split("varies along the ", 1)[1].split(";", 1)[0]
+        return "attn_mask: varies along the " + reason.split(" (", 1)[0]
     return "attn_mask: " + result.split(";", 1)[0].split(" (", 1)[0]
 
 
-def c_key_mask(mask, q, k, layout):
-    """The sagejit_key_mask of `mask` (None: no mask), with its data pointer."""
+def set_key_mask(options, mask, q, k, layout):
+    """Sets the sagejit_options' key_mask (with its data pointer) and key_mask_heads for `mask` (None: no
+    mask)."""
     c = KeyMask()
-    if mask is None:
-        return c
-    code, shape, strides = key_mask_view(mask, q, k, layout)
-    c.type = code
-    c.device = mask.device.index if mask.device.index is not None else 0
-    c.shape[0], c.shape[1] = shape
-    c.strides[0], c.strides[1] = strides
-    c.data = mask.data_ptr()
-    return c
+    heads = KeyMaskHeads()
+    heads.count, heads.stride = 1, 0
+    if mask is not None:
+        code, shape, strides, (heads.count, heads.stride) = key_mask_view(mask, q, k, layout)
+        c.type = code
+        c.device = mask.device.index if mask.device.index is not None else 0
+        c.shape[0], c.shape[1] = shape
+        c.strides[0], c.strides[1] = strides
+        c.data = mask.data_ptr()
+    options.key_mask = c
+    options.key_mask_heads = heads
 
 
 def signature(mask):

@@ -62,6 +62,14 @@ class KeyMask(ctypes.Structure):
     ]
 
 
+class KeyMaskHeads(ctypes.Structure):
+    """sagejit_key_mask_heads: count 1 (one mask for every head) or Hq (a mask per head), element stride."""
+    _fields_ = [
+        ("count", ctypes.c_int64),
+        ("stride", ctypes.c_int64),
+    ]
+
+
 class Varlen(ctypes.Structure):
     """sagejit_varlen: a packed varlen call's cu_seqlens (int32 device arrays of batch + 1 values)."""
     _fields_ = [
@@ -86,6 +94,7 @@ class Options(ctypes.Structure):
         ("lse", ctypes.c_void_p),
         ("key_mask", KeyMask),  # SAGEJIT_OPTIONS_V2_SIZE
         ("varlen", Varlen),  # SAGEJIT_OPTIONS_V3_SIZE
+        ("key_mask_heads", KeyMaskHeads),  # SAGEJIT_OPTIONS_V4_SIZE
     ]
 
 

@@ -125,7 +125,7 @@ class _Signature:
         self.shape, self.strides, self.dtype = tuple(q.shape), tuple(strides), q.dtype
         self.gpu, self.device_index = measure_workspace, q.get_device()
         self.options = _options(layout, causal, sm_scale, smooth_k)
-        self.options.key_mask = _key_mask.c_key_mask(key_mask, q, k, layout)
+        _key_mask.set_key_mask(self.options, key_mask, q, k, layout)
         self.launch = library().sagejit_default_launch()
         self.lse_shape = lse_shape(q, layout) if return_lse else None
         structs = (self.cq, self.ck, self.cv, self.cout, self.options, self.launch)

@@ -162,7 +162,7 @@ def supports(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, retur
         check_op_arguments(q, k, v, _LAYOUTS[tensor_layout])
         options = _options(_LAYOUTS[tensor_layout], is_causal, sm_scale, smooth_k)
         options.lse = q.data_ptr() if return_lse else None
-        options.key_mask = _key_mask.c_key_mask(attn_mask, q, k, _LAYOUTS[tensor_layout])
+        _key_mask.set_key_mask(options, attn_mask, q, k, _LAYOUTS[tensor_layout])
         cq, ck, cv = (to_c_tensor(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v")))
     except (SagejitError, TypeError, ValueError) as error:
         return Support(False, str(error))

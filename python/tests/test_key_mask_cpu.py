@@ -125,9 +125,10 @@ def test_masks_sagejit_does_not_take_are_unsupported_calls_naming_what_is_accept
     per_query = torch.rand(2, 1, 16, 16) > 0.5  # varies along the queries
     with pytest.raises(UnsupportedCall, match="varies along the queries.*key mask"):
         sageattn(q, q, q, attn_mask=per_query)
-    per_head = torch.rand(2, 2, 1, 16) > 0.5
-    with pytest.raises(UnsupportedCall, match="varies along the heads"):
-        sageattn(q, q, q, attn_mask=per_head)
+    per_head = torch.rand(2, 2, 1, 16) > 0.5  # taken where q and k have the same heads; not with GQA
+    kv = q[:, :1]
+    with pytest.raises(UnsupportedCall, match="varies along the heads with GQA"):
+        sageattn(q, kv, kv, attn_mask=per_head)
     with pytest.raises(UnsupportedCall, match="attn_mask.dtype torch.int64 is not one of"):
         sageattn(q, q, q, attn_mask=torch.ones(2, 1, 1, 16, dtype=torch.int64))
     with pytest.raises(SagejitError, match="does not broadcast"):

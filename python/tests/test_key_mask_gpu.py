@@ -1,5 +1,5 @@
 """GPU tests of key masks through sageattn (docs/NUMERICS.md "Key masks"): HunyuanVideo-like bool
-text-padding masks and LTX-like additive masks, [B, 1, 1, N] and expanded views, against torch SDPA
+text-padding masks and LTX-like additive masks, [B, 1, 1, N], expanded views and masks per head, against torch SDPA
 (fp32); all-masked rows give 0; the mask is
 read where it is (a call with a mask is captured into a CUDA graph and replays with new mask values).
 Skipped without a CUDA/ROCm device."""
@@ -53,6 +53,28 @@ def test_key_masks_match_torch_sdpa(mask_dtype, layout, view):
     expected = TORCH_SDPA(to_hnd(q).float(), to_hnd(k).float(), to_hnd(v).float(),
                           attn_mask=mask if mask_dtype == torch.bool else mask.float())
     assert cosine(to_hnd(out), expected) >= MIN_COS
+
+
+@pytest.mark.parametrize("mask_dtype", [torch.bool, torch.bfloat16])
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_a_mask_per_head_matches_torch_sdpa(mask_dtype, head_dim):
+    """LTX's cross-attention mask: (1 - mask) * -10000 repeated per head in memory, [B, H, 1, N] (here the
+    heads' masks differ too), q and k with the same heads."""
+    batch, heads, queries, tokens = 2, 8, 4096, 1250
+    q = torch.randn(batch, queries, heads, head_dim, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(batch, tokens, heads, head_dim, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    keep = torch.rand(batch, heads, 1, tokens, device="cuda") > 0.3
+    keep[:, :, :, 0] = True
+    keep[1, 3, :, 700:] = False  # whole key tiles of one head masked
+    mask = keep if mask_dtype == torch.bool else ((~keep).to(torch.float32) * -10000.0).to(mask_dtype)
+    out = sageattn(q, k, v, tensor_layout="NHD", attn_mask=mask)
+    expected = TORCH_SDPA(q.transpose(1, 2).float(), k.transpose(1, 2).float(), v.transpose(1, 2).float(),
+                          attn_mask=mask if mask_dtype == torch.bool else mask.float())
+    assert cosine(out.transpose(1, 2), expected) >= MIN_COS
+    for h in (0, 3):  # each head is its own key mask's result
+        one = sageattn(q[:, :, h:h + 1], k[:, :, h:h + 1], v[:, :, h:h + 1], tensor_layout="NHD",
+                       attn_mask=mask[:, h:h + 1])
+        assert cosine(one, out[:, :, h:h + 1]) >= 0.99999
 
 
 def test_all_masked_rows_and_causal_with_a_mask():

@@ -21,14 +21,17 @@ NHD = "NHD"
 
 def key_padding(attn_mask, query, key):
     """(keep [B, Nk] bool view, None) of a mask the varlen backend takes, or (None, reason): a bool mask that
-    broadcasts against the scores and is the same for every head and query (sagejit/_key_mask.py's rule),
-    read from its shape and strides only."""
+    broadcasts against the scores and is the same for every head and query (sagejit/_key_mask.py's rule for
+    key masks, less its per-head masks), read from its shape and strides only."""
     import torch
 
     reason = refusal(attn_mask, query, key, layout_code(NHD))
     if reason is not None:
         return None, reason
-    key_mask_view(attn_mask, query, key, layout_code(NHD))  # a caller's error (no broadcast, another device) raises
+    # A caller's error (no broadcast, another device) raises here.
+    _, _, _, (heads, _) = key_mask_view(attn_mask, query, key, layout_code(NHD))
+    if heads > 1:  # sequence lengths are per batch item: one set of kept keys for every head
+        return None, "attn_mask: varies along the heads"
     if attn_mask.dtype != torch.bool:
         return None, "attn_mask: not bool"  # a varlen call keeps or drops keys; the sagejit backend adds biases
     batch, keys = query.shape[0], key.shape[1]

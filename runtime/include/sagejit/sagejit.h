@@ -73,7 +73,8 @@ typedef enum sagejit_mask_type {
 
 /* A mask per (batch item, key): shape {B or 1, Nk}, strides in elements (>= 0; 0 broadcasts), on the
  * call's device (host memory for sagejit_emulate_attention). A torch mask that broadcasts along heads
- * and queries ([B, 1, 1, Nk], an expanded [B, H, Nq, Nk]) is this view of its first and last dims. */
+ * and queries ([B, 1, 1, Nk], an expanded [B, H, Nq, Nk]) is this view of its first and last dims; one
+ * that varies along the heads adds sagejit_options.key_mask_heads. */
 typedef struct sagejit_key_mask {
   const void* data; /* NULL with SAGEJIT_MASK_NONE */
   int32_t type;     /* sagejit_mask_type */
@@ -89,6 +90,11 @@ typedef struct sagejit_key_mask {
  * they must start at 0, not decrease, end at the totals, no sequence longer than its max_seqlen (one
  * that is is clamped: no access outside the tensors, but a wrong result for it). The LSE output is
  * then fp32 [Hq, total_q]. Not with a key mask. All zero (cu_seqlens NULL): a dense call. */
+typedef struct sagejit_key_mask_heads {
+  int64_t count;  /* 1 or Hq */
+  int64_t stride; /* elements between two heads' rows of the mask */
+} sagejit_key_mask_heads;
+
 typedef struct sagejit_varlen {
   const int32_t* cu_seqlens_q;
   const int32_t* cu_seqlens_k;
@@ -114,6 +120,9 @@ typedef struct sagejit_options {
   float* lse;           /* fp32 [B, Hq, Nq] contiguous, or NULL */
   sagejit_key_mask key_mask; /* type SAGEJIT_MASK_NONE: no mask (since SAGEJIT_OPTIONS_V2_SIZE) */
   sagejit_varlen varlen;     /* cu_seqlens NULL: a dense call (since SAGEJIT_OPTIONS_V3_SIZE) */
+  /* The key mask's heads: count 1 (the default) is one mask for every head; count Hq a mask per query
+   * head, head h's row at h * stride elements (only where q and k have the same heads). Since V4. */
+  sagejit_key_mask_heads key_mask_heads;
   /* Append new fields here (and a SAGEJIT_OPTIONS_V<n>_SIZE for them); never reorder or remove. */
 } sagejit_options;
 
@@ -123,9 +132,11 @@ typedef struct sagejit_options {
 #define SAGEJIT_OPTIONS_V2_SIZE (offsetof(sagejit_options, key_mask) + sizeof(sagejit_key_mask))
 /* ... and varlen. */
 #define SAGEJIT_OPTIONS_V3_SIZE (offsetof(sagejit_options, varlen) + sizeof(sagejit_varlen))
+/* ... and the key mask's heads. */
+#define SAGEJIT_OPTIONS_V4_SIZE (offsetof(sagejit_options, key_mask_heads) + sizeof(sagejit_key_mask_heads))
 
 /* Defaults: struct_size = sizeof(sagejit_options), HND, not causal, default scale, smooth_k on,
- * device of q, no LSE, no key mask, dense (not varlen). */
+ * device of q, no LSE, no key mask (its heads: count 1), dense (not varlen). */
 SAGEJIT_C_API sagejit_options sagejit_default_options(void);
 
 /* out = attention(q, k, v) on `stream` (cudaStream_t / hipStream_t, NULL = default stream) with the

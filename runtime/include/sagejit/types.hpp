@@ -44,6 +44,10 @@ struct KeyMask {
   std::array<std::int64_t, 2> shape{};    // {B or 1, Nk}
   std::array<std::int64_t, 2> strides{};  // elements
   int device = 0;                         // device ordinal (ignored for the CPU emulation)
+  // 1: the same mask for every head. Hq: a mask per query head, row h at h * head_stride elements (LTX's
+  // [B, H, 1, Nk], a mask repeated per head in memory); only where q and k have the same heads.
+  std::int64_t heads = 1;
+  std::int64_t head_stride = 0;
 };
 
 // A packed varlen call (flash_attn_varlen_func's and SageAttention's sageattn_varlen convention;

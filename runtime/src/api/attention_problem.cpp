@@ -98,7 +98,8 @@ void check_dtypes(const TensorView& q, const TensorView& k, const TensorView& v,
 }
 
 // The mask's kind in the kernels' terms (kernel_src/common/key_mask.h), and the view of it a call takes.
-numerics::KeyMaskView key_mask_view(const KeyMask& mask, std::int64_t batch, std::int64_t seq_kv, int device) {
+numerics::KeyMaskView key_mask_view(const KeyMask& mask, std::int64_t batch, std::int64_t heads_q, std::int64_t heads_kv,
+                                    std::int64_t seq_kv, int device) {
   const int type = static_cast<int>(mask.type);
   if (type < static_cast<int>(MaskType::none) || type > static_cast<int>(MaskType::fp16))
     fail(ErrorCode::invalid_argument, "options.key_mask.type {} is not one of none (0), boolean (1), fp32 (2), bf16 (3), "
@@ -107,6 +108,9 @@ numerics::KeyMaskView key_mask_view(const KeyMask& mask, std::int64_t batch, std
     if (mask.data != nullptr)
       fail(ErrorCode::invalid_argument, "options.key_mask.data is set but its type is none; name the type (boolean, "
                                         "fp32, bf16, fp16) or pass no data");
+    if (mask.heads != 1)
+      fail(ErrorCode::invalid_argument, "options.key_mask.heads is {} but there is no key mask (type none); leave it 1",
+           mask.heads);
     return {};
   }
   if (mask.data == nullptr) fail(ErrorCode::invalid_argument, "options.key_mask.data is null; pass the mask's pointer");
@@ -115,13 +119,25 @@ numerics::KeyMaskView key_mask_view(const KeyMask& mask, std::int64_t batch, std
          mask.shape[0], mask.shape[1], batch, seq_kv, seq_kv, accepted_key_masks_text());
   if (mask.strides[0] < 0 || mask.strides[1] < 0)
     fail(ErrorCode::invalid_argument, "options.key_mask.strides [{}, {}] must be >= 0", mask.strides[0], mask.strides[1]);
+  if (mask.heads != 1 && mask.heads != heads_q)
+    fail(ErrorCode::invalid_argument, "options.key_mask.heads {} is not 1 (one mask for every head) or Hq = {}",
+         mask.heads, heads_q);
+  if (mask.head_stride < 0)
+    fail(ErrorCode::invalid_argument, "options.key_mask.head_stride {} must be >= 0", mask.head_stride);
+  if (mask.heads > 1 && heads_q != heads_kv)
+    fail(ErrorCode::unsupported, "options.key_mask.heads {}: a mask per head with GQA (Hq {} != Hk {}) is not "
+         "supported (K is smoothed and scaled per KV head over its valid keys); pass one mask for every head",
+         mask.heads, heads_q, heads_kv);
   if (mask.device != device)
     fail(ErrorCode::invalid_argument, "options.key_mask.device is {} but the call runs on device {}; the mask must be "
          "on the tensors' device", mask.device, device);
   static_assert(static_cast<int>(MaskType::boolean) == SJ_KEY_MASK_BOOL && static_cast<int>(MaskType::fp32) == SJ_KEY_MASK_F32 &&
                 static_cast<int>(MaskType::bf16) == SJ_KEY_MASK_BF16 && static_cast<int>(MaskType::fp16) == SJ_KEY_MASK_F16);
   // One row for every batch item is a batch stride of 0 (what torch's expand gives too).
-  return {mask.data, type, mask.shape[0] == 1 ? 0 : mask.strides[0], mask.strides[1]};
+  numerics::KeyMaskView view{mask.data, type, mask.shape[0] == 1 ? 0 : mask.strides[0], mask.strides[1]};
+  view.heads = static_cast<int>(mask.heads);
+  view.stride_head = mask.heads > 1 ? mask.head_stride : 0;
+  return view;
 }
 
 bool varlen_requested(const Varlen& varlen) {
@@ -244,7 +260,7 @@ AttentionProblem validate(const TensorView& q, const TensorView& k, const Tensor
   if (varlen_requested(options.varlen))
     apply_varlen(options.varlen, options, q, k, call);
   else
-    call.key_mask = key_mask_view(options.key_mask, call.batch, call.seq_kv, result.device);
+    call.key_mask = key_mask_view(options.key_mask, call.batch, call.heads_q, call.heads_kv, call.seq_kv, result.device);
 
   check_attention_call(call);  // the plan's rules: dtype, head dim, GQA, index limits
   return result;

@@ -88,6 +88,8 @@ AttentionOptions to_options(const sagejit_options* options) {
     result.key_mask.shape[i] = mask.shape[i];
     result.key_mask.strides[i] = mask.strides[i];
   }
+  result.key_mask.heads = c.key_mask_heads.count;  // a V1-V3 struct has none: the default's count 1
+  result.key_mask.head_stride = c.key_mask_heads.stride;
   const sagejit_varlen& varlen = c.varlen;  // a V1/V2 struct has none: the default's zeros
   result.varlen = {varlen.cu_seqlens_q, varlen.cu_seqlens_k, varlen.batch, varlen.max_seqlen_q, varlen.max_seqlen_k};
   return result;
@@ -140,6 +142,7 @@ sagejit_options sagejit_default_options(void) {
   options.key_mask.data = nullptr;
   options.key_mask.type = SAGEJIT_MASK_NONE;
   options.varlen = sagejit_varlen{nullptr, nullptr, 0, 0, 0};
+  options.key_mask_heads = sagejit_key_mask_heads{1, 0};
   return options;
 }
 

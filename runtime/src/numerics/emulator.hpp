@@ -61,7 +61,8 @@ struct PreparedTensors {
   std::vector<std::uint16_t> v16;    // fp16 PV: fp16 bits [B, Hk, D, Nk_pad]; empty for fp8 PV
   std::vector<float> v_scale;        // [B, Hk, D] (ones for fp16 PV)
   std::vector<float> lse_delta;      // [B, Hq, Nq] when return_lse && smooth_k, else empty
-  std::vector<float> key_bias;       // [B, Nk_pad] log2-domain key bias (-inf: masked) with a key mask, else empty
+  std::vector<float> key_bias;       // [mask rows, Nk_pad] log2-domain key bias (-inf: masked) with a key mask, else empty
+  int key_mask_heads = 1;            // rows: sj_key_mask_row(key_mask_heads, b, hk) (kernel_src/common/key_mask.h)
 
   std::int64_t gqa_ratio() const { return heads_q / heads_kv; }
 };

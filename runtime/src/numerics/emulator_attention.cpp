@@ -67,7 +67,9 @@ void attend_rows(const RowContext& c, std::int64_t b, std::int64_t hq, std::int6
   const float* k_scale = &p.k_scale[idx(kv_head * p.seq_kv_pad / SJ_QUANT_BLOCK)];
   const float* v_values = &c.v_values[idx(kv_head * p.seq_kv_pad * D)];
   const float* v_scale = &p.v_scale[idx(kv_head * D)];
-  const float* key_bias = p.key_bias.empty() ? nullptr : &p.key_bias[idx(b * p.seq_kv_pad)];
+  const float* key_bias = p.key_bias.empty() ? nullptr
+                                             : &p.key_bias[idx(sj_key_mask_row(p.key_mask_heads, static_cast<int>(b),
+                                                                               static_cast<int>(hk)) * p.seq_kv_pad)];
 
   std::vector<float> o(idx(D)), tile_o(idx(D)), s(idx(c.block_n)), pq(idx(c.block_n));
   std::vector<unsigned char> visible(idx(c.block_n));
@@ -185,7 +187,7 @@ void check_consistent(const PreparedTensors& p, const EmulatorOptions& options) 
       p.k_scale.size() == idx(p.batch * p.heads_kv * p.seq_kv_pad / SJ_QUANT_BLOCK) &&
       p.v_scale.size() == idx(p.batch * p.heads_kv * D) &&
       (p.pv_fp16 ? p.v16.size() : p.v8.size()) == idx(p.batch * p.heads_kv * D * p.seq_kv_pad) &&
-      (p.key_bias.empty() || p.key_bias.size() == idx(p.batch * p.seq_kv_pad));
+      (p.key_bias.empty() || p.key_bias.size() == idx(sj_key_mask_rows(p.key_mask_heads, p.batch) * p.seq_kv_pad));
   if (!sizes_ok) fail(ErrorCode::invalid_argument, "emulator: prepared workspaces have inconsistent sizes");
 }
 

@@ -86,6 +86,10 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
   if (qv.dims.heads % kv.dims.heads != 0)
     fail(ErrorCode::invalid_argument, "emulator: q heads {} must be a multiple of k/v heads {} (GQA/MQA)",
          qv.dims.heads, kv.dims.heads);
+  const KeyMaskView& key_mask = options.key_mask;
+  if (key_mask.present() && key_mask.heads != 1 && (key_mask.heads != qv.dims.heads || qv.dims.heads != kv.dims.heads))
+    fail(ErrorCode::invalid_argument, "emulator: key_mask.heads {} is not 1, or Hq = Hk ({} and {})", key_mask.heads,
+         qv.dims.heads, kv.dims.heads);
 
   PreparedTensors p;
   p.batch = qv.dims.batch;
@@ -124,18 +128,25 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
   // The key mask as the log2-domain bias of every key (-inf past Nk), and which keys are valid.
   const KeyMaskView& mask = options.key_mask;
   if (mask.present()) {
-    p.key_bias.assign(size(p.batch * p.seq_kv_pad), sj_neg_inf());
+    p.key_mask_heads = mask.heads;
+    p.key_bias.assign(size(sj_key_mask_rows(mask.heads, p.batch) * p.seq_kv_pad), sj_neg_inf());
     for (std::int64_t b = 0; b < p.batch; ++b)
-      for (std::int64_t n = 0; n < p.seq_kv; ++n)
-        p.key_bias[size(b * p.seq_kv_pad + n)] = sj_key_bias(mask.data, mask.kind, b * mask.stride_batch + n * mask.stride_key);
+      for (int h = 0; h < mask.heads; ++h)
+        for (std::int64_t n = 0; n < p.seq_kv; ++n)
+          p.key_bias[size(sj_key_mask_row(mask.heads, static_cast<int>(b), h) * p.seq_kv_pad + n)] = sj_key_bias(
+              mask.data, mask.kind, b * mask.stride_batch + h * (mask.per_head() ? mask.stride_head : 0) + n * mask.stride_key);
   }
-  const auto key_valid = [&](std::int64_t b, std::int64_t n) {
-    return !mask.present() || sj_key_bias_valid(p.key_bias[size(b * p.seq_kv_pad + n)]);
+  // Whether key n of batch item b takes part for KV head h.
+  const auto key_valid_for = [&](std::int64_t b, std::int64_t h, std::int64_t n) {
+    return !mask.present() ||
+           sj_key_bias_valid(p.key_bias[size(sj_key_mask_row(mask.heads, static_cast<int>(b), static_cast<int>(h)) *
+                                                 p.seq_kv_pad + n)]);
   };
 
   // K mean, K and V per (b, hk).
   parallel_for(p.batch * p.heads_kv, [&](std::int64_t item) {
     const std::int64_t b = item / p.heads_kv, h = item % p.heads_kv;
+    const auto key_valid = [&](std::int64_t, std::int64_t n) { return key_valid_for(b, h, n); };
     float* mean = &p.k_mean[size(item * D)];
     if (p.smooth_k) {
       int valid_keys = 0;

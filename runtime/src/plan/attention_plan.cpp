@@ -86,22 +86,32 @@ void check_key_mask(const AttentionCall& call) {
   check_varlen(call);
   if (!mask.present()) return;
   if (mask.data == nullptr) fail(ErrorCode::invalid_argument, "key_mask.data is null; pass the mask's pointer");
-  if (mask.stride_batch < 0 || mask.stride_key < 0)
-    fail(ErrorCode::invalid_argument, "key_mask strides (batch {}, key {}) must be >= 0", mask.stride_batch,
-         mask.stride_key);
-  // The kernels address the mask with 64-bit element offsets b * stride_batch + n * stride_key.
-  std::int64_t last = 0, term = 0;
+  if (mask.stride_batch < 0 || mask.stride_key < 0 || mask.stride_head < 0)
+    fail(ErrorCode::invalid_argument, "key_mask strides (batch {}, head {}, key {}) must be >= 0", mask.stride_batch,
+         mask.stride_head, mask.stride_key);
+  if (mask.heads != 1 && mask.heads != call.heads_q)
+    fail(ErrorCode::invalid_argument, "key_mask heads {} is not 1 (one mask for every head) or Hq = {}", mask.heads,
+         call.heads_q);
+  if (mask.per_head() && call.heads_q != call.heads_kv)
+    fail(ErrorCode::unsupported, "a key mask per head with GQA (Hq {} != Hk {}) is not supported: K is smoothed and "
+         "scaled per KV head over its valid keys, which a mask per query head does not define; pass one mask for "
+         "every head", call.heads_q, call.heads_kv);
+  // The kernels address the mask with 64-bit element offsets b * stride_batch + h * stride_head + n * stride_key.
+  std::int64_t last = 0, term = 0, head_term = 0;
   if (__builtin_mul_overflow(mask.stride_batch, call.batch - 1, &last) ||
       __builtin_mul_overflow(mask.stride_key, call.seq_kv - 1, &term) || __builtin_add_overflow(last, term, &last) ||
-      last > std::numeric_limits<std::int64_t>::max() / 4)
-    fail(ErrorCode::invalid_argument, "key_mask: element offsets (batch {} x stride {}, keys {} x stride {}) overflow",
-         call.batch, mask.stride_batch, call.seq_kv, mask.stride_key);
+      __builtin_mul_overflow(mask.per_head() ? mask.stride_head : 0, mask.heads - 1, &head_term) ||
+      __builtin_add_overflow(last, head_term, &last) || last > std::numeric_limits<std::int64_t>::max() / 4)
+    fail(ErrorCode::invalid_argument, "key_mask: element offsets (batch {} x stride {}, heads {} x stride {}, keys {} x "
+         "stride {}) overflow", call.batch, mask.stride_batch, mask.heads, mask.stride_head, call.seq_kv,
+         mask.stride_key);
 }
 
 std::string accepted_key_masks_text() {
-  return "a key mask per (batch item, key): bool (True = attend) or an additive fp32, bf16 or fp16 bias, shaped "
-         "[B, Nk] or a view that broadcasts along heads and queries ([B, 1, 1, Nk], or [B, H, Nq, Nk] with stride "
-         "0 along H and Nq; B may be 1 to broadcast over the batch)";
+  return "a key mask per (batch item, key), or per (batch item, head, key) where q and k have the same heads: bool "
+         "(True = attend) or an additive fp32, bf16 or fp16 bias, shaped [B, Nk], [B, H, Nk] or a view that "
+         "broadcasts along the queries ([B, 1, 1, Nk], [B, H, 1, Nk], or [B, H, Nq, Nk] with stride 0 along Nq, and "
+         "along H for one mask for every head; B may be 1 to broadcast over the batch)";
 }
 
 void check_attention_call(const AttentionCall& call) {

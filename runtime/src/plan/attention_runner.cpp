@@ -107,7 +107,9 @@ void launch_attention(Device& device, int ordinal, const AttentionPlan& plan, co
     key_mask.mask = call.key_mask.data;
     key_mask.stride_b = call.key_mask.stride_batch;
     key_mask.stride_n = call.key_mask.stride_key;
+    key_mask.stride_h = call.key_mask.per_head() ? call.key_mask.stride_head : 0;
     key_mask.kind = call.key_mask.kind;
+    key_mask.heads = call.key_mask.heads;
     key_mask.key_bias = sections.key_bias.data();
     key_mask.valid_keys_partial = sections.valid_keys_partial.data();  // null without smoothing
     key_mask.cu_seqlens_q = call.varlen.cu_seqlens_q;  // null for a dense call

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "common/constants.h"
+#include "common/key_mask.h"
 #include "core/error.hpp"
 #include "plan/attention_plan.hpp"
 
@@ -53,8 +54,9 @@ WorkspaceLayout workspace_layout(const AttentionCall& call, const VInput& v) {
   layout.v_scale = cursor.add(bk * d, 4);
   layout.lse_delta = cursor.add(lse && smooth_k ? bq * call.seq_q : 0, 4);
   const bool masked = call.masked_kernels();
-  layout.key_bias = cursor.add(masked ? call.batch * layout.seq_kv_pad : 0, 4);
-  layout.valid_keys_partial = cursor.add(masked && smooth_k ? call.batch * layout.chunks : 0, 4);
+  const std::int64_t mask_rows = sj_key_mask_rows(call.key_mask.heads, call.batch);  // per item (and head)
+  layout.key_bias = cursor.add(masked ? mask_rows * layout.seq_kv_pad : 0, 4);
+  layout.valid_keys_partial = cursor.add(masked && smooth_k ? mask_rows * layout.chunks : 0, 4);
   layout.total_bytes = cursor.size();
   return layout;
 }

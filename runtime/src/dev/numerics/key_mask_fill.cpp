@@ -39,11 +39,18 @@ const char* kind_name(int kind) {
 
 KeyMaskBuffer make_key_mask(int kind, MaskPattern pattern, std::int64_t batch, std::int64_t keys,
                             std::int64_t stride_batch, std::int64_t stride_key, bool ltx_style, std::mt19937_64& rng) {
-  if (kind < SJ_KEY_MASK_BOOL || kind > SJ_KEY_MASK_F16 || stride_key < 1 || stride_batch < 0)
-    fail(ErrorCode::invalid_argument, "make_key_mask: kind {} or strides ({}, {}) not accepted", kind, stride_batch,
-         stride_key);
+  return make_key_mask(kind, pattern, batch, 1, keys, stride_batch, 0, stride_key, ltx_style, rng);
+}
+
+KeyMaskBuffer make_key_mask(int kind, MaskPattern pattern, std::int64_t batch, std::int64_t heads, std::int64_t keys,
+                            std::int64_t stride_batch, std::int64_t stride_head, std::int64_t stride_key, bool ltx_style,
+                            std::mt19937_64& rng) {
+  if (kind < SJ_KEY_MASK_BOOL || kind > SJ_KEY_MASK_F16 || stride_key < 1 || stride_batch < 0 || heads < 1 ||
+      (heads > 1 && stride_head < 1))
+    fail(ErrorCode::invalid_argument, "make_key_mask: kind {}, heads {} or strides ({}, {}, {}) not accepted", kind, heads,
+         stride_batch, stride_head, stride_key);
   const std::int64_t rows = stride_batch == 0 ? 1 : batch;
-  const std::int64_t elements = (rows - 1) * stride_batch + (keys - 1) * stride_key + 1;
+  const std::int64_t elements = (rows - 1) * stride_batch + (heads - 1) * stride_head + (keys - 1) * stride_key + 1;
   KeyMaskBuffer buffer;
   // Elements no view addresses (strides past 1) hold the opposite of a plausible value, so a kernel
   // that reads the wrong element shows.
@@ -51,7 +58,8 @@ KeyMaskBuffer make_key_mask(int kind, MaskPattern pattern, std::int64_t batch, s
   std::bernoulli_distribution third(1.0 / 3.0);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<std::int64_t> tail(0, std::max<std::int64_t>(keys - 1, 0));
-  for (std::int64_t b = 0; b < rows; ++b) {
+  for (std::int64_t row = 0; row < rows * heads; ++row) {
+    const std::int64_t b = row / heads, h = row % heads;
     const std::int64_t padding = tail(rng);  // padded_tail: the last `padding` keys
     const std::int64_t tile_phase = tail(rng) % 2;
     for (std::int64_t n = 0; n < keys; ++n) {
@@ -63,7 +71,7 @@ KeyMaskBuffer make_key_mask(int kind, MaskPattern pattern, std::int64_t batch, s
         case MaskPattern::all_masked: masked = b == 0 || third(rng); break;
         case MaskPattern::none_masked: masked = false; break;
       }
-      const std::size_t offset = static_cast<std::size_t>(b * stride_batch + n * stride_key);
+      const std::size_t offset = static_cast<std::size_t>(b * stride_batch + h * stride_head + n * stride_key);
       if (kind == SJ_KEY_MASK_BOOL) {
         buffer.bytes[offset] = masked ? 0 : 1;
         continue;
@@ -79,15 +87,19 @@ KeyMaskBuffer make_key_mask(int kind, MaskPattern pattern, std::int64_t batch, s
     }
   }
   buffer.view = {buffer.bytes.data(), kind, stride_batch, stride_key};
-  buffer.description = fmt::format("{} mask, {}{}, strides ({}, {})", kind_name(kind), pattern_name(pattern),
+  buffer.view.heads = static_cast<int>(heads);
+  buffer.view.stride_head = heads > 1 ? stride_head : 0;
+  buffer.description = fmt::format("{} mask{}, {}{}, strides ({}, {}, {})", kind_name(kind),
+                                   heads > 1 ? fmt::format(" per head ({})", heads) : "", pattern_name(pattern),
                                    ltx_style && kind != SJ_KEY_MASK_BOOL ? " (-10000 style)" : "", stride_batch,
-                                   stride_key);
+                                   stride_head, stride_key);
   return buffer;
 }
 
-bool key_masked(const KeyMaskView& mask, std::int64_t b, std::int64_t n) {
-  return mask.present() &&
-         !sj_key_bias_valid(sj_key_bias(mask.data, mask.kind, b * mask.stride_batch + n * mask.stride_key));
+bool key_masked(const KeyMaskView& mask, std::int64_t b, std::int64_t n, std::int64_t h) {
+  const std::int64_t head_offset = mask.per_head() ? h * mask.stride_head : 0;
+  return mask.present() && !sj_key_bias_valid(sj_key_bias(mask.data, mask.kind,
+                                                          b * mask.stride_batch + head_offset + n * mask.stride_key));
 }
 
 }  // namespace sagejit::numerics

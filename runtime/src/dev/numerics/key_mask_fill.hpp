@@ -32,8 +32,14 @@ struct KeyMaskBuffer {
 
 KeyMaskBuffer make_key_mask(int kind, MaskPattern pattern, std::int64_t batch, std::int64_t keys,
                             std::int64_t stride_batch, std::int64_t stride_key, bool ltx_style, std::mt19937_64& rng);
+// The same with a mask per head (heads > 1: row (b, h) at b * stride_batch + h * stride_head, each row's
+// pattern drawn on its own, so that the heads differ).
+KeyMaskBuffer make_key_mask(int kind, MaskPattern pattern, std::int64_t batch, std::int64_t heads, std::int64_t keys,
+                            std::int64_t stride_batch, std::int64_t stride_head, std::int64_t stride_key, bool ltx_style,
+                            std::mt19937_64& rng);
 
-// Whether key n of batch item b is masked by `mask` (its log2 bias is -inf: kernel_src/common/key_mask.h).
-bool key_masked(const KeyMaskView& mask, std::int64_t b, std::int64_t n);
+// Whether key n of batch item b is masked by `mask` for head h (its log2 bias is -inf:
+// kernel_src/common/key_mask.h); h is ignored by a mask that is the same for every head.
+bool key_masked(const KeyMaskView& mask, std::int64_t b, std::int64_t n, std::int64_t h = 0);
 
 }  // namespace sagejit::numerics

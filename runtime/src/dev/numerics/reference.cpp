@@ -61,22 +61,25 @@ ReferenceResult reference_attention(const TensorView& q, const TensorView& k, co
       }
   });
 
-  // The mask's bias per (b, key) in natural-log units, in double; -inf drops the key.
+  // The mask's bias per (b, key) - per (b, head, key) for a per-head mask - in natural-log units, in
+  // double; -inf drops the key.
   std::vector<double> bias;
+  const std::int64_t mask_heads = key_mask.per_head() ? key_mask.heads : 1;
   if (key_mask.present()) {
-    bias.assign(idx(B * Nk), 0.0);
+    bias.assign(idx(B * mask_heads * Nk), 0.0);
     for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t n = 0; n < Nk; ++n) {
-        const std::int64_t offset = b * key_mask.stride_batch + n * key_mask.stride_key;
-        double value = 0.0;
-        if (key_mask.kind == SJ_KEY_MASK_BOOL)
-          value = static_cast<const unsigned char*>(key_mask.data)[offset] != 0 ? 0.0 : -std::numeric_limits<double>::infinity();
-        else if (key_mask.kind == SJ_KEY_MASK_F32)
-          value = static_cast<const float*>(key_mask.data)[offset];
-        else
-          value = sj_from_dtype(static_cast<const std::uint16_t*>(key_mask.data)[offset], key_mask.kind == SJ_KEY_MASK_BF16 ? 0 : 1);
-        bias[idx(b * Nk + n)] = value;
-      }
+      for (std::int64_t h = 0; h < mask_heads; ++h)
+        for (std::int64_t n = 0; n < Nk; ++n) {
+          const std::int64_t offset = b * key_mask.stride_batch + h * key_mask.stride_head + n * key_mask.stride_key;
+          double value = 0.0;
+          if (key_mask.kind == SJ_KEY_MASK_BOOL)
+            value = static_cast<const unsigned char*>(key_mask.data)[offset] != 0 ? 0.0 : -std::numeric_limits<double>::infinity();
+          else if (key_mask.kind == SJ_KEY_MASK_F32)
+            value = static_cast<const float*>(key_mask.data)[offset];
+          else
+            value = sj_from_dtype(static_cast<const std::uint16_t*>(key_mask.data)[offset], key_mask.kind == SJ_KEY_MASK_BF16 ? 0 : 1);
+          bias[idx((b * mask_heads + h) * Nk + n)] = value;
+        }
   }
 
   ReferenceResult result;
@@ -100,7 +103,7 @@ ReferenceResult reference_attention(const TensorView& q, const TensorView& k, co
         for (std::int64_t j0 = 0; j0 < key_lanes; j0 += kLanes) axpy_lanes(&s[idx(j0)], qd, row + j0);
       }
       if (!bias.empty())
-        for (std::int64_t j = 0; j < keys; ++j) s[idx(j)] += bias[idx(b * Nk + j)];
+        for (std::int64_t j = 0; j < keys; ++j) s[idx(j)] += bias[idx((b * mask_heads + (mask_heads > 1 ? hq : 0)) * Nk + j)];
       double m = -std::numeric_limits<double>::infinity();
       for (std::int64_t j = 0; j < keys; ++j) m = std::max(m, s[idx(j)]);
       double sum = 0.0;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/constants.h"
+#include "common/key_mask.h"
 #include "core/error.hpp"
 
 namespace sagejit::numerics {
@@ -93,7 +94,8 @@ std::optional<WorkspaceMismatch> compare_prepared(const PreparedTensors& e, cons
   if (auto m = first_mismatch("v_scale", per_channel, e.v_scale, a.v_scale)) return m;
   if (auto m = first_mismatch("v8", v, e.v8, natural_key_order(a.v8, e.seq_kv_pad, v_key_slot))) return m;
   if (auto m = first_mismatch("v16", v, e.v16, natural_key_order(a.v16, e.seq_kv_pad, v_key_slot))) return m;
-  const Shape key_bias{{"b", "n"}, {e.batch, e.seq_kv_pad}};  // empty without a key mask
+  // One row per batch item (and head, with a per-head mask); empty without a key mask.
+  const Shape key_bias{{"row", "n"}, {sj_key_mask_rows(e.key_mask_heads, e.batch), e.seq_kv_pad}};
   if (auto m = first_mismatch("key_bias", key_bias, e.key_bias, a.key_bias)) return m;
   return std::nullopt;
 }
