@@ -106,6 +106,17 @@ TEST_CASE("every field a plan reads is part of the signature") {
   // The full target, features included, is part of it.
   CHECK(cached_plan(base, parse_target("gfx1201")) != cached_plan(base, parse_target("gfx1201:xnack-")));
   CHECK(cached_plan(base, sm90) == base_plan);
+  // A key mask, and a mask per head (its workspace has a key_bias row per head): three plans.
+  static const unsigned char mask_bytes = 1;
+  AttentionCall masked = base;
+  masked.heads_kv = masked.heads_q;
+  masked.key_mask = {&mask_bytes, 1, 0, 0};
+  AttentionCall per_head = masked;
+  per_head.key_mask.heads = static_cast<int>(masked.heads_q);
+  const auto masked_plan = cached_plan(masked, sm90), per_head_plan = cached_plan(per_head, sm90);
+  CHECK(masked_plan != per_head_plan);
+  CHECK(per_head_plan->workspace.key_bias.count == masked_plan->workspace.key_bias.count * 8);
+  check_same_plan(*per_head_plan, plan_attention(per_head, sm90));
 }
 
 TEST_CASE("at most plan_cache_capacity signatures, the least recently used dropped first") {

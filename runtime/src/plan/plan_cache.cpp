@@ -20,6 +20,7 @@ struct SignatureRef {
   DType dtype;
   std::uint32_t sm_scale_bits;  // bits: a plan for one scale is not another's (NaN never plans)
   bool causal, smooth_k, writes_lse, key_mask;  // key_mask: whether there is one (its pointer and strides do not plan)
+  int key_mask_heads;                           // 1, or Hq for a mask per head (its workspace rows)
   bool config_from_table;                       // AttentionCall::attention_config_from_table
   const TileConfig* attention_config;
   const TileConfig* prepare_config;
@@ -29,7 +30,7 @@ struct SignatureRef {
     return batch == other.batch && heads_q == other.heads_q && heads_kv == other.heads_kv && seq_q == other.seq_q &&
            seq_kv == other.seq_kv && head_dim == other.head_dim && dtype == other.dtype &&
            sm_scale_bits == other.sm_scale_bits && causal == other.causal && smooth_k == other.smooth_k &&
-           writes_lse == other.writes_lse && key_mask == other.key_mask &&
+           writes_lse == other.writes_lse && key_mask == other.key_mask && key_mask_heads == other.key_mask_heads &&
            config_from_table == other.config_from_table && *attention_config == *other.attention_config &&
            *prepare_config == *other.prepare_config && target == other.target;
   }
@@ -41,7 +42,7 @@ SignatureRef signature_of(const AttentionCall& call, const TileConfig& attention
           call.seq_q,       call.seq_kv,    call.head_dim,
           call.dtype,       std::bit_cast<std::uint32_t>(call.sm_scale),
           call.causal,      call.smooth_k,  call.writes_lse(), call.masked_kernels(),
-          call.attention_config_from_table, &attention_config, &prepare_config, target};
+          call.key_mask.heads, call.attention_config_from_table, &attention_config, &prepare_config, target};
 }
 
 struct SignatureHash {
@@ -54,6 +55,7 @@ struct SignatureHash {
     mix(s.sm_scale_bits);
     mix((s.causal ? 1u : 0u) | (s.smooth_k ? 2u : 0u) | (s.writes_lse ? 4u : 0u) | (s.key_mask ? 8u : 0u) |
         (s.config_from_table ? 16u : 0u));
+    mix(std::hash<int>{}(s.key_mask_heads));
     for (const TileConfig* config : {s.attention_config, s.prepare_config})
       for (const auto& [name, value] : *config) {
         mix(std::hash<std::string>{}(name));
