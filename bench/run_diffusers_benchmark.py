@@ -92,15 +92,20 @@ def table(results):
     return "\n".join(lines)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", nargs="+", choices=dm.MODELS, default=list(dm.MODELS))
+def model_run_arguments(parser, models):
+    """The options every diffusers model run takes (this script's and run_pipeline_coverage.py's)."""
+    parser.add_argument("--models", nargs="+", choices=models, default=list(models))
     parser.add_argument("--size", choices=["tiny", "bench"], default="bench")
-    parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--json")
+    return parser
+
+
+def main():
+    parser = model_run_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]), dm.MODELS)
+    parser.add_argument("--steps", type=int, default=4)
     args = parser.parse_args()
     results = []
     for model_name in args.models:

@@ -25,7 +25,7 @@ if os.environ.get("SAGEJIT_TEST_INSTALLED") != "1":  # this checkout's python/sa
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
 
 import diffusers_models as dm  # noqa: E402
-from run_diffusers_benchmark import forward_ms  # noqa: E402
+from run_diffusers_benchmark import forward_ms, model_run_arguments  # noqa: E402
 
 COVERAGE_MODELS = dm.MASKED_MODELS + dm.SDPA_MODELS
 
@@ -114,14 +114,8 @@ def table(results):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", nargs="+", choices=COVERAGE_MODELS, default=list(COVERAGE_MODELS))
-    parser.add_argument("--size", choices=["tiny", "bench"], default="bench")
+    parser = model_run_arguments(argparse.ArgumentParser(description=__doc__.split("\n")[0]), COVERAGE_MODELS)
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
-    parser.add_argument("--seed", type=int, default=1234)
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--iterations", type=int, default=10)
-    parser.add_argument("--json")
     args = parser.parse_args()
     results = []
     for model_name in args.models:

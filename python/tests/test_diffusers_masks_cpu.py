@@ -129,3 +129,21 @@ def test_patch_sdpa_routes_hunyuan_video_padding_masks(seed, masked_calls):
     # The token refiner's mask, per query and repeated per head in memory, is the one fallback.
     assert counters == {"routed": 2, "fallback": 1, "fallback_reasons": {"attn_mask: varies along the queries": 1}}
     assert dm.cosine(ours, native) > MIN_COSINE_MODEL
+
+
+def test_the_coverage_benchmark_accounts_for_every_call(seed):
+    """bench/run_pipeline_coverage.py (what the H200 coverage table comes from) on the tiny models: its
+    per-forward counts are the ones the tests above assert, for enable() and the varlen backend."""
+    import run_pipeline_coverage as coverage
+
+    ltx = coverage.run_model("ltx", "tiny", seed, warmup=0, iterations=1, device="cpu")
+    assert ltx["per_forward"] == {"modules": 2, "forwards": 2, "routed": 2, "fallback": 0, "fallback_reasons": {}}
+    assert ltx["varlen_backend"]["per_forward"] == {  # a varlen call keeps one set of keys for every head
+        "routed": 1, "fallback": 1, "fallback_reasons": {"attn_mask: varies along the heads": 1}}
+    hunyuan = coverage.run_model("hunyuanvideo", "tiny", seed, warmup=0, iterations=1, device="cpu")
+    assert hunyuan["per_forward"]["routed"] == 2
+    assert hunyuan["per_forward"]["fallback_reasons"] == {"attn_mask: varies along the queries": 1}
+    assert hunyuan["unseen_modules"] == []
+    assert hunyuan["varlen_backend"]["per_forward"] == {"routed": 2, "fallback": 0, "fallback_reasons": {}}
+    for result in (ltx, hunyuan):
+        assert result["cosine"] > MIN_COSINE_MODEL and result["varlen_backend"]["cosine"] > MIN_COSINE_MODEL
