@@ -15,7 +15,7 @@
 //   SJ_KEY_MASK (optional, 1): a key mask (docs/NUMERICS.md "Key masks"), SjKeyMask as the second
 //   kernel argument: the key bias prepare wrote enters every score's fma (the fused form with a
 //   bias), a key tile without a valid key is neither loaded nor computed (the decision is uniform:
-//   the mask is per batch item), and a row without any valid key writes 0. Without it the code is
+//   the mask row is per batch item, or item and head), and a row without any valid key writes 0. Without it the code is
 //   what it was before masks existed. Masked calls run at 16 rows per wave (the plan's rule).
 // Launch (attention_gfx12_desc.cpp): grid (ceil(Nq / (WAVES*ROWS_PER_WAVE)), Hq, B), block WAVES*32.
 // Workspace pointers must be 16-byte aligned (the runner's workspace layout guarantees it), and a KV

@@ -29,7 +29,7 @@
 #include "common/key_mask.h"
 
 // Whether key tile `first_key` holds a valid key: the warp reads the tile's biases and votes, so the
-// answer is uniform (the mask is per batch item; every warp of the CTA gets the same one).
+// answer is uniform (the mask row is per batch item, or item and head; every warp of the CTA gets the same one).
 SJ_DEVICE bool sj_tile_has_valid_key(const float* key_bias, int first_key, int lane) {
   bool valid = false;
 #pragma unroll

@@ -81,7 +81,7 @@ SJ_DEVICE void sj_sm90_finish_softmax(const float (&value)[SJ_S_REGS], const flo
 #include "common/key_mask.h"
 
 // Whether key tile `first_key` holds a valid key: the warp reads the tile's biases and votes (the
-// same answer in every warp: the mask is per batch item, so a warpgroup skips the tile as one).
+// same answer in every warp: the mask row is per batch item, or item and head, so a warpgroup skips the tile as one).
 SJ_DEVICE bool sj_sm90_tile_has_valid_key(const float* key_bias, int first_key, int lane) {
   bool valid = false;
 #pragma unroll

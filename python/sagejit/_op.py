@@ -4,7 +4,7 @@
              bool return_lse, Tensor? key_mask=None) -> (Tensor out, Tensor lse)
 
 `key_mask` is torch SDPA's attn_mask when it is a key mask (sagejit/_key_mask.py: the same for every
-head and query); the kernels read it where it is.
+query, and for every head or one per head); the kernels read it where it is.
 
 Registered with torch.library at import (torch >= 2.4; no compiled extension, so no torch ABI
 coupling): a CUDA kernel (CUDA and ROCm devices: torch calls both "cuda"), a CPU kernel that runs the

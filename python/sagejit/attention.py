@@ -114,9 +114,10 @@ def sageattn(q, k, v, tensor_layout="HND", is_causal=False, sm_scale=None, retur
     under torch.compile(fullgraph=True) and records into CUDA/HIP graphs. In eager mode on plain CUDA
     tensors (no torch function or dispatch mode active) it calls the op's kernel without the dispatcher
     and the autograd wrapper, allocating the output, the LSE and the workspace as one block.
-    attn_mask: torch SDPA's, when it is a key mask, the same for every head and query: bool (True =
-    attend) or an additive float32/bfloat16/float16 bias, e.g. [B, 1, 1, Nk] or one expanded to
-    [B, H, Nq, Nk] with stride 0 along H and Nq (docs/NUMERICS.md "Key masks"; a row whose keys are all
+    attn_mask: torch SDPA's, when it is a key mask, the same for every query and for every head (or, where
+    q and k have the same heads, one per head): bool (True = attend) or an additive float32/bfloat16/float16
+    bias, e.g. [B, 1, 1, Nk], [B, H, 1, Nk] or one expanded to [B, H, Nq, Nk] with stride 0 along Nq
+    (docs/NUMERICS.md "Key masks"; a row whose keys are all
     masked gives 0, as torch's SDPA). Other masks, dropout, or inputs that need a gradient raise
     sagejit.UnsupportedCall (catch it to fall back); dropout_p=0.0 is accepted. SageAttention's
     kernel-selection keywords (qk_quant_gran, qk_quant_dtype, pv_accum_dtype, smooth_v) are checked

@@ -3,7 +3,7 @@ run the framework's own attention instead - counted per reason, or raised in str
 
 sagejit itself decides what it can take (sagejit.sageattn raises sagejit.UnsupportedCall for a gradient,
 a dtype or head dim without kernels, ...). The router adds the integrations' policy: a key mask (the same
-for every head and query, sagejit/_key_mask.py) is sent to sagejit, any other mask and dropout are not
+for every query, and for every head or one per head: sagejit/_key_mask.py) is sent to sagejit, any other mask and dropout are not
 sent at all (decided without an exception; see _refused_argument), CPU
 tensors go to the framework's attention unless `emulate_on_cpu` is set (sagejit's CPU path is an exact
 emulator, far too slow for a model; tests turn it on), and any other sagejit error (no kernels for this

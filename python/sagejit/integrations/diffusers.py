@@ -12,8 +12,9 @@ attention forwards only (see _diffusers_scope.py). The backend alone, for the di
     pipe.transformer.set_attention_backend("sagejit")
     # or, for a block:  with diffusers.models.attention_dispatch.attention_backend("sagejit"): ...
 
-Key-padding masks (the same for every head and query: HunyuanVideo's [B, 1, 1, N] bool mask, a [B, N]
-mask as diffusers passes it, LTX's additive one) go to sagejit. Calls sagejit cannot take (other masks,
+Key-padding masks (the same for every query: HunyuanVideo's [B, 1, 1, N] bool mask, a [B, N] mask as
+diffusers passes it, LTX's additive one repeated per head) go to sagejit; the "sagejit_varlen" backend turns
+bool ones into cu_seqlens as diffusers' varlen backends do (_diffusers_varlen.py). Calls sagejit cannot take (other masks,
 dropout, a head dim or dtype it has no kernels for, CPU tensors, a gradient) run diffusers' native
 attention (torch SDPA) instead and are counted per reason:
 `counters()`; `configure(strict=True)` raises sagejit.UnsupportedCall instead of falling back.
