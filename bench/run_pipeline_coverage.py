@@ -14,9 +14,7 @@ emulator: not a performance figure); both runs take the same inputs.
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 
 import torch
 
@@ -35,18 +33,6 @@ def _one_forward(model, c, latent, cond):
         return dm.forward(model, c, latent, 0.5, cond).float()
 
 
-def _forward_ms(model, c, latent, cond, warmup, iterations):
-    if latent.is_cuda:
-        return forward_ms(model, c, latent, cond, warmup, iterations)
-    times = []
-    with torch.no_grad():
-        for _ in range(iterations):
-            start = time.perf_counter()
-            dm.forward(model, c, latent, 0.5, cond)
-            times.append((time.perf_counter() - start) * 1e3)
-    return {"median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times)}
-
-
 def run_model(model_name, size, seed, warmup, iterations, device="cuda"):
     import sagejit.integrations.diffusers as sagejit_diffusers
 
@@ -59,7 +45,7 @@ def run_model(model_name, size, seed, warmup, iterations, device="cuda"):
               "batch": c.batch, "padded_text_tokens": c.padded_text_tokens,
               "config": {k: v for k, v in c.config.items()}}
     native = _one_forward(model, c, latent, cond)
-    result["native"] = _forward_ms(model, c, latent, cond, warmup, iterations)
+    result["native"] = forward_ms(model, c, latent, cond, warmup, iterations)
     with sagejit_diffusers.enable(model) as report:
         _one_forward(model, c, latent, cond)  # compiles or loads the kernels
         report.reset()
@@ -68,7 +54,7 @@ def run_model(model_name, size, seed, warmup, iterations, device="cuda"):
         result["modules"] = {name: entry for name, entry in report.modules().items()
                              if entry["routed"] or entry["fallback"]}
         result["unseen_modules"] = report.unseen()
-        result["sagejit"] = _forward_ms(model, c, latent, cond, warmup, iterations)
+        result["sagejit"] = forward_ms(model, c, latent, cond, warmup, iterations)
     result["cosine"] = dm.cosine(ours, native)
     result["psnr_db"] = dm.psnr(ours, native)
     result["speedup_vs_native"] = result["native"]["median_ms"] / result["sagejit"]["median_ms"]
@@ -79,7 +65,7 @@ def run_model(model_name, size, seed, warmup, iterations, device="cuda"):
         varlen = _one_forward(model, c, latent, cond)
         result["varlen_backend"] = {"per_forward": sagejit_diffusers.counters(),
                                     "cosine": dm.cosine(varlen, native), "psnr_db": dm.psnr(varlen, native),
-                                    "timing": _forward_ms(model, c, latent, cond, warmup, iterations)}
+                                    "timing": forward_ms(model, c, latent, cond, warmup, iterations)}
         model.set_attention_backend("native")
     del model
     if device.type == "cuda":

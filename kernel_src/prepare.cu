@@ -83,8 +83,7 @@ SJ_DEVICE int sj_key_count(const SjPrepareParams& p, const SjKeyMask& km, int b)
 // without one (a varlen call: kind 0).
 SJ_DEVICE float sj_key_bias_at(const SjKeyMask& km, int b, int hk, int n) {
   return km.kind == 0 ? 0.0f
-                      : sj_key_bias(km.mask, km.kind,
-                                    (sj_i64)b * km.stride_b + (sj_i64)hk * km.stride_h + (sj_i64)n * km.stride_n);
+                      : sj_key_bias(km.mask, km.kind, sj_key_mask_offset(km.stride_b, km.stride_h, km.stride_n, b, hk, n));
 }
 // Whether key n of batch item b takes part for KV head hk: inside its sequence, and its bias is not -inf.
 SJ_DEVICE bool sj_key_valid(const SjPrepareParams& p, const SjKeyMask& km, int b, int hk, int n) {

@@ -37,6 +37,12 @@ SJ_HOST_DEVICE float sj_key_bias(const void* mask, int kind, sj_i64 offset) {
 #endif
 }
 
+// The element offset of key n of batch item b and head h in the caller's mask (stride_h 0: one mask for
+// every head).
+SJ_HOST_DEVICE sj_i64 sj_key_mask_offset(sj_i64 stride_b, sj_i64 stride_h, sj_i64 stride_n, sj_i64 b, sj_i64 h, sj_i64 n) {
+  return b * stride_b + h * stride_h + n * stride_n;
+}
+
 // The mask row of batch item b and head h (a KV head; with a per-head mask it is also the query head,
 // Hq = Hk): the row of key_bias and of the valid-key counts. heads 1: one row per batch item.
 SJ_HOST_DEVICE sj_i64 sj_key_mask_row(int heads, int b, int h) { return heads > 1 ? (sj_i64)b * heads + h : b; }

@@ -64,19 +64,17 @@ def pack_keys(keep, key, value):
     return cu_seqlens_k, packed(key), packed(value)
 
 
-def attention(query, key, value, attn_mask, is_causal, scale, return_lse):
-    """sagejit.sageattn_varlen of one diffusers call ([B, S, H, D]); the LSE as sagejit.sageattn's, [B, H, S]."""
+def attention(query, key, value, keep, is_causal, scale, return_lse):
+    """sagejit.sageattn_varlen of one diffusers call ([B, S, H, D]) with the keys `keep` ([B, Nk] bool, from
+    key_padding; None: every key); the LSE as sagejit.sageattn's, [B, H, S]."""
     import torch
 
     from ..varlen import sageattn_varlen
 
     batch, queries, heads = query.shape[0], query.shape[1], query.shape[2]
     keys = key.shape[1]
-    if attn_mask is None:
+    if keep is None:
         keep = torch.ones(batch, keys, dtype=torch.bool, device=query.device)
-    else:
-        keep, reason = key_padding(attn_mask, query, key)
-        assert reason is None, reason  # the backend decided before calling
     cu_seqlens_k, k, v = pack_keys(keep, key, value)
     cu_seqlens_q = torch.arange(0, batch + 1, dtype=torch.int32, device=query.device) * queries
     result = sageattn_varlen(query.reshape(batch * queries, heads, query.shape[3]), k, v, cu_seqlens_q, cu_seqlens_k,

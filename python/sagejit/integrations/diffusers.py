@@ -121,13 +121,12 @@ def _sagejit_varlen_attention(query, key, value, attn_mask=None, is_causal=False
     if query.shape[2] % key.shape[2] != 0:
         raise ValueError(f"the sagejit_varlen backend: query heads ({query.shape[2]}) are not a multiple of key "
                          f"heads ({key.shape[2]})")
-    refuse = None
+    keep = refuse = None
     if attn_mask is not None:
         if is_causal:  # what torch SDPA refuses, and what a packed causal call would answer differently
             raise ValueError("the sagejit_varlen backend takes attn_mask or is_causal=True, not both (as torch SDPA)")
-        refuse = _diffusers_varlen.key_padding(attn_mask, query, key)[1]
-    result = _router.route(lambda: _diffusers_varlen.attention(query, key, value, attn_mask, is_causal, scale,
-                                                               return_lse),
+        keep, refuse = _diffusers_varlen.key_padding(attn_mask, query, key)
+    result = _router.route(lambda: _diffusers_varlen.attention(query, key, value, keep, is_causal, scale, return_lse),
                            fallback, query, refuse=refuse, observe=_diffusers_scope.current_observer())
     if not return_lse:
         return result

@@ -133,8 +133,8 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
     for (std::int64_t b = 0; b < p.batch; ++b)
       for (int h = 0; h < mask.heads; ++h)
         for (std::int64_t n = 0; n < p.seq_kv; ++n)
-          p.key_bias[size(sj_key_mask_row(mask.heads, static_cast<int>(b), h) * p.seq_kv_pad + n)] = sj_key_bias(
-              mask.data, mask.kind, b * mask.stride_batch + h * (mask.per_head() ? mask.stride_head : 0) + n * mask.stride_key);
+          p.key_bias[size(sj_key_mask_row(mask.heads, static_cast<int>(b), h) * p.seq_kv_pad + n)] =
+              sj_key_bias(mask.data, mask.kind, mask.offset(b, h, n));
   }
   // Whether key n of batch item b takes part for KV head h.
   const auto key_valid_for = [&](std::int64_t b, std::int64_t h, std::int64_t n) {

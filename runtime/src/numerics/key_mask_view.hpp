@@ -6,6 +6,8 @@
 // (stride_head 0) one for every head, heads H (only where Hq = Hk = H) one per head.
 #include <cstdint>
 
+#include "common/key_mask.h"
+
 namespace sagejit::numerics {
 
 struct KeyMaskView {
@@ -16,6 +18,10 @@ struct KeyMaskView {
   std::int64_t stride_head = 0;
   bool present() const { return kind != 0; }
   bool per_head() const { return heads > 1; }
+  // The element offset of key n of batch item b and head h (h is ignored by one mask for every head).
+  std::int64_t offset(std::int64_t b, std::int64_t h, std::int64_t n) const {
+    return sj_key_mask_offset(stride_batch, per_head() ? stride_head : 0, stride_key, b, h, n);
+  }
 };
 
 }  // namespace sagejit::numerics

@@ -71,7 +71,7 @@ KeyMaskBuffer make_key_mask(int kind, MaskPattern pattern, std::int64_t batch, s
         case MaskPattern::all_masked: masked = b == 0 || third(rng); break;
         case MaskPattern::none_masked: masked = false; break;
       }
-      const std::size_t offset = static_cast<std::size_t>(b * stride_batch + h * stride_head + n * stride_key);
+      const std::size_t offset = static_cast<std::size_t>(sj_key_mask_offset(stride_batch, stride_head, stride_key, b, h, n));
       if (kind == SJ_KEY_MASK_BOOL) {
         buffer.bytes[offset] = masked ? 0 : 1;
         continue;
@@ -97,9 +97,7 @@ KeyMaskBuffer make_key_mask(int kind, MaskPattern pattern, std::int64_t batch, s
 }
 
 bool key_masked(const KeyMaskView& mask, std::int64_t b, std::int64_t n, std::int64_t h) {
-  const std::int64_t head_offset = mask.per_head() ? h * mask.stride_head : 0;
-  return mask.present() && !sj_key_bias_valid(sj_key_bias(mask.data, mask.kind,
-                                                          b * mask.stride_batch + head_offset + n * mask.stride_key));
+  return mask.present() && !sj_key_bias_valid(sj_key_bias(mask.data, mask.kind, mask.offset(b, h, n)));
 }
 
 }  // namespace sagejit::numerics

@@ -70,7 +70,7 @@ ReferenceResult reference_attention(const TensorView& q, const TensorView& k, co
     for (std::int64_t b = 0; b < B; ++b)
       for (std::int64_t h = 0; h < mask_heads; ++h)
         for (std::int64_t n = 0; n < Nk; ++n) {
-          const std::int64_t offset = b * key_mask.stride_batch + h * key_mask.stride_head + n * key_mask.stride_key;
+          const std::int64_t offset = key_mask.offset(b, h, n);
           double value = 0.0;
           if (key_mask.kind == SJ_KEY_MASK_BOOL)
             value = static_cast<const unsigned char*>(key_mask.data)[offset] != 0 ? 0.0 : -std::numeric_limits<double>::infinity();
