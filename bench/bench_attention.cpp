@@ -310,6 +310,7 @@ int main(int argc, char** argv) {
       record["head_dim"] = s.head_dim;
       record["causal"] = s.causal;
       record["config"] = config_id(config);
+      record["requested"] = config.empty() ? "table" : config_id(config);  // as asked (config: as run)
       record["impl"] = "sagejit";  // run_shape names the family once the plan is made
       try {
         run_shape(s, config, true, record);

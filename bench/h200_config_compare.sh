@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# One kernel change on the GPU machine in one short lease (issue 23): builds the library, bench_attention
+# and the named GPU tests once, runs the GPU tests (each with the time left of BUDGET_S seconds, default
+# 420), then times attention configs side by side: every round runs bench_attention once with every
+# config on every shape (same process, same inputs, device-event medians), ROUNDS rounds (default 2).
+#   bench/h200_config_compare.sh <source-tree> <deps-prefix> <out-dir> <config>... [-- <gpu-test>[:<doctest-filter>]...]
+# <config>: "table" (the tuning table's per shape) or bench_attention's "key=value,..." form.
+# SHAPES (default: bench_attention's anchor shapes of issue 23), ITERATIONS (default 10).
+# Writes bench-<round>.json per round, one log per test, and compare.md: TOPS per shape and config
+# (median of the rounds, each round in brackets) with each config's cos against fp64.
+set -uo pipefail
+src=$(realpath "$1") deps=$(realpath "$2") out=$3
+shift 3
+configs=() tests=()
+while [[ $# -gt 0 && $1 != -- ]]; do configs+=("$1"); shift; done
+[[ $# -gt 0 ]] && { shift; tests=("$@"); }
+[[ ${#configs[@]} -gt 0 ]] || { echo "no config to time" >&2; exit 2; }
+rounds=${ROUNDS:-2} iterations=${ITERATIONS:-10} budget=${BUDGET_S:-420}
+shapes=${SHAPES:-flux-4608-d128 video-16k-d128 wan-32k-d128 video-16k-d128-causal vae-8k-d64 llm-4k-d128-causal small-1k-d128}
+mkdir -p "$out"
+source "$(dirname "$0")/h200_build.sh"
+left() { local l=$((budget - SECONDS)); echo $((l > 1 ? l : 1)); }
+stage() { echo "[$SECONDS s] $*"; }
+
+test_targets=()
+for t in "${tests[@]}"; do test_targets+=("${t%%:*}"); done
+sj_build "$src" /tmp/sj "$deps" --target sagejit bench_attention "${test_targets[@]}" >"$out/build.log" 2>&1
+stage "build rc=$? ($(grep -c '^\[' "$out/build.log") steps)"
+SAGEJIT_LIBRARY_DIRS=$(find /opt /usr/local /usr/lib -name 'libnvrtc.so*' -printf '%h\n' 2>/dev/null | sort -u | paste -sd:)
+export SAGEJIT_LIBRARY_DIRS SAGEJIT_CACHE_DIR=/tmp/sj-cache
+
+for t in "${tests[@]}"; do
+  name=${t%%:*} filter=
+  [[ $t == *:* ]] && filter=${t#*:}
+  log="$out/${name}${filter:+-$(echo "$filter" | tr -c 'A-Za-z0-9' '_')}.log"
+  args=()
+  [[ -n $filter ]] && args=(-tc="$filter")
+  if [[ $name == memcheck || $name == racecheck ]]; then
+    # memcheck:<test>:<filter> / racecheck:<test>:<filter>
+    inner=${t#*:} test=${inner%%:*} tfilter=
+    [[ $inner == *:* ]] && tfilter=${inner#*:}
+    (cd /tmp/sj && timeout "$(left)" compute-sanitizer --tool "$name" --error-exitcode 9 "./tests/$test" \
+      ${tfilter:+-tc="$tfilter"}) >"$log" 2>&1
+    stage "$t rc=$? ($(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | head -1))"
+    continue
+  fi
+  (cd /tmp/sj && timeout "$(left)" "./tests/$name" "${args[@]}") >"$log" 2>&1
+  stage "$t rc=$? ($(grep -E '^\[doctest\] (test cases|assertions)' "$log" | tr '\n' ' '))"
+done
+
+bench_args=()
+for s in $shapes; do bench_args+=(--shape "$s"); done
+bench_args+=(--config "${configs[@]}")
+for round in $(seq 1 "$rounds"); do
+  timeout "$(left)" /tmp/sj/bench/bench_attention "${bench_args[@]}" --iterations "$iterations" \
+    >"$out/bench-$round.json" 2>"$out/bench-$round.err"
+  stage "bench round $round rc=$?"
+done
+
+python3 - "$out" "$rounds" <<'EOF' | tee "$out/compare.md"
+import json, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+tops, cos, order = {}, {}, []
+for r in range(1, rounds + 1):
+    try:
+        rows = json.load(open(f"{out}/bench-{r}.json"))["results"]
+    except (OSError, ValueError, KeyError) as error:
+        print(f"round {r}: {error}")
+        continue
+    for row in rows:
+        key = (row["shape"], row.get("requested", row["config"]))
+        if key[1] not in order:
+            order.append(key[1])
+        if "tops" not in row:
+            print(f"round {r} {key}: {row.get('error')}")
+            continue
+        tops.setdefault(key, []).append(row["tops"])
+        cos.setdefault(key, row.get("cos"))
+shapes = list(dict.fromkeys(s for s, _ in tops))
+print("| shape | " + " | ".join(order) + " |")
+print("|---|" + "---|" * len(order))
+for s in shapes:
+    cells = []
+    for c in order:
+        runs = tops.get((s, c), [])
+        if not runs:
+            cells.append("n/a")
+            continue
+        c_cos = cos.get((s, c))
+        cells.append(f"{statistics.median(runs):.0f} ({'/'.join(f'{t:.0f}' for t in runs)}"
+                     + (f"; cos {c_cos:.5f})" if c_cos is not None else ")"))
+    print(f"| {s} | " + " | ".join(cells) + " |")
+EOF
