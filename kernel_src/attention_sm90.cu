@@ -35,35 +35,19 @@
 #define SJ_BLOCK_M (SJ_WARPGROUPS * 64)
 #define SJ_Q_TILE_BYTES (SJ_BLOCK_M * SJ_D)
 #define SJ_K_TILE_BYTES (SJ_BLOCK_N * SJ_D)
-#ifndef SJ_PV_FP16
-#define SJ_PV_FP16 0
-#endif
-#if SJ_PV_FP16
-// fp16 V^T: sub-tiles of 64 keys ([D][64] halves, rows of 128 bytes, the largest swizzle), PV in k16 steps.
-#define SJ_V_SUB_KEYS 64
-#define SJ_V_SUB_BYTES (SJ_D * 128)
-#define SJ_V_TILE_BYTES (2 * SJ_D * SJ_BLOCK_N)
-#define SJ_PV_K 16
-#else
 #define SJ_V_TILE_BYTES (SJ_D * SJ_BLOCK_N)
-#define SJ_PV_K 32
-#endif
 #define SJ_STAGE_BYTES (SJ_K_TILE_BYTES + SJ_V_TILE_BYTES)
 #define SJ_S_REGS (SJ_BLOCK_N / 2)  // score accumulator registers per thread (64 x BLOCK_N / 128)
 #define SJ_O_REGS (SJ_D / 2)        // output accumulator registers per thread
 #define SJ_QK_STEPS (SJ_D / 32)
-#define SJ_PV_STEPS (SJ_BLOCK_N / SJ_PV_K)
+#define SJ_PV_STEPS (SJ_BLOCK_N / 32)
 
 #if SJ_BLOCK_N == 128
 #define sj_wgmma_qk sj_wgmma_s8_n128
 #else
 #define sj_wgmma_qk sj_wgmma_s8_n64
 #endif
-#if SJ_PV_FP16 && SJ_D == 128
-#define sj_wgmma_pv sj_wgmma_f16_n128
-#elif SJ_PV_FP16
-#define sj_wgmma_pv sj_wgmma_f16_n64
-#elif SJ_D == 128
+#if SJ_D == 128
 #define sj_wgmma_pv sj_wgmma_e4m3_n128
 #else
 #define sj_wgmma_pv sj_wgmma_e4m3_n64
@@ -80,7 +64,7 @@
 #endif
 
 // The end of both softmax forms: the row sums into l (rescaled by alpha), and the probabilities
-// `value` packed as e4m3 (or fp16) into the PV wgmma's register A fragments.
+// `value` packed as e4m3 into the PV wgmma's register A fragments.
 SJ_DEVICE void sj_sm90_finish_softmax(const float (&value)[SJ_S_REGS], const float (&row_sum)[2],
                                       const float (&alpha)[2], float (&l)[2], unsigned (&p_frag)[SJ_PV_STEPS][4]) {
   l[0] = l[0] * alpha[0] + row_sum[0];
@@ -89,12 +73,8 @@ SJ_DEVICE void sj_sm90_finish_softmax(const float (&value)[SJ_S_REGS], const flo
   for (int kk = 0; kk < SJ_PV_STEPS; ++kk)
 #pragma unroll
     for (int r = 0; r < 4; ++r)
-#if SJ_PV_FP16
-      p_frag[kk][r] = sj_pack_f16x2(value[sj_sm90_p16_source(kk, r, 0)], value[sj_sm90_p16_source(kk, r, 1)]);
-#else
       p_frag[kk][r] = sj_pack_e4m3x4(value[sj_sm90_p_source(kk, r, 0)], value[sj_sm90_p_source(kk, r, 1)],
                                      value[sj_sm90_p_source(kk, r, 2)], value[sj_sm90_p_source(kk, r, 3)]);
-#endif
 }
 
 #if SJ_KEY_MASK
@@ -169,53 +149,6 @@ SJ_DEVICE void sj_sm90_load_tile(const SjAttentionParams& p, unsigned stage_smem
   sj_copy_tile<SJ_THREADS, SJ_BLOCK_N, SJ_D / 16>(stage_smem, (const sj_u8*)k_head + first_key * SJ_D, SJ_D);
   sj_copy_tile<SJ_THREADS, SJ_D, SJ_BLOCK_N / 16>(stage_smem + SJ_K_TILE_BYTES, v_head + first_key,
                                                   (sj_i64)p.seq_kv_pad);
-}
-#endif
-
-#if SJ_PV_FP16
-// The fp16 form keeps K and V in separate rings of SJ_STAGES slots each (K first, then V): K(t) is
-// free once S(t) has completed, V(t) only once PV(t) has, one iteration later. Load group g brings
-// K(g) (g < tiles) and V(g - 1) (g >= 1), for groups 0 .. tiles; iteration t consumes group t.
-SJ_DEVICE unsigned sj_sm90_k_slot(unsigned stages_smem, int slot) { return stages_smem + slot * SJ_K_TILE_BYTES; }
-SJ_DEVICE unsigned sj_sm90_v_slot(unsigned stages_smem, int slot) {
-  return stages_smem + SJ_STAGES * SJ_K_TILE_BYTES + slot * SJ_V_TILE_BYTES;
-}
-#if SJ_TMA
-// Thread 0 only: group g's tensor copies (one for K, one per 64-key V sub-tile) on mbarrier g % STAGES.
-SJ_DEVICE void sj_sm90_load_group(const SjSm90TensorMaps& maps, unsigned stages_smem, unsigned full_bar, int g,
-                                  int tiles, int kv_head) {
-  const bool k = g < tiles, v = g >= 1;
-  const unsigned bar = full_bar + 8 * (g % SJ_STAGES);
-  sj_mbarrier_arrive_expect_tx(bar, (k ? SJ_K_TILE_BYTES : 0) + (v ? SJ_V_TILE_BYTES : 0));
-  if (k) sj_tma_load_3d(sj_sm90_k_slot(stages_smem, g % SJ_STAGES), maps.k, 0, g * SJ_BLOCK_N, kv_head, bar);
-  if (v)
-#pragma unroll
-    for (int sub = 0; sub < SJ_BLOCK_N / SJ_V_SUB_KEYS; ++sub)
-      sj_tma_load_3d(sj_sm90_v_slot(stages_smem, (g - 1) % SJ_STAGES) + sub * SJ_V_SUB_BYTES, maps.v,
-                     (g - 1) * SJ_BLOCK_N + sub * SJ_V_SUB_KEYS, 0, kv_head, bar);
-}
-#else
-// All threads: group g's cp.async copies (the caller commits them as one group).
-SJ_DEVICE void sj_sm90_load_group(const SjAttentionParams& p, unsigned stages_smem, int g, int tiles, const sj_i8* k_head,
-                                  const sj_u8* v_head) {
-  if (g < tiles)
-    sj_copy_tile<SJ_THREADS, SJ_BLOCK_N, SJ_D / 16>(sj_sm90_k_slot(stages_smem, g % SJ_STAGES),
-                                                    (const sj_u8*)k_head + (sj_i64)g * SJ_BLOCK_N * SJ_D, SJ_D);
-  if (g >= 1)
-#pragma unroll
-    for (int sub = 0; sub < SJ_BLOCK_N / SJ_V_SUB_KEYS; ++sub)
-      sj_copy_tile<SJ_THREADS, SJ_D, 8>(sj_sm90_v_slot(stages_smem, (g - 1) % SJ_STAGES) + sub * SJ_V_SUB_BYTES,
-                                        v_head + 2 * ((sj_i64)(g - 1) * SJ_BLOCK_N + sub * SJ_V_SUB_KEYS),
-                                        2 * (sj_i64)p.seq_kv_pad);
-}
-#endif
-
-// O += P V of one key tile from the V slot at v_smem (fp16, 64-key sub-tiles), issued asynchronously.
-SJ_DEVICE void sj_sm90_issue_pv16(float (&o)[SJ_O_REGS], const unsigned (&p_frag)[SJ_PV_STEPS][4], unsigned v_smem) {
-#pragma unroll
-  for (int kk = 0; kk < SJ_PV_STEPS; ++kk)
-    sj_wgmma_pv(o, p_frag[kk], sj_sm90_desc(v_smem + (kk / 4) * SJ_V_SUB_BYTES + 32 * (kk % 4), 128), 1);
-  sj_wgmma_commit();
 }
 #endif
 
@@ -317,7 +250,7 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   const sj_i64 q_head = (sj_i64)b * p.heads_q + hq;
   const sj_i64 kv_head = (sj_i64)b * p.heads_kv + hk;
   [[maybe_unused]] const sj_i8* k_head = p.k8 + kv_head * p.seq_kv_pad * SJ_D;
-  [[maybe_unused]] const sj_u8* v_head = (const sj_u8*)p.v_quant + kv_head * SJ_D * p.seq_kv_pad * (SJ_PV_FP16 ? 2 : 1);
+  [[maybe_unused]] const sj_u8* v_head = (const sj_u8*)p.v_quant + kv_head * SJ_D * p.seq_kv_pad;
   const float* k_scale = p.k_scale + kv_head * (p.seq_kv_pad / SJ_QUANT_BLOCK);
   // wgmma's swizzle is a function of the absolute shared address: align the tiles to 1024 bytes
   // (the descriptor asks for 1 KiB more than the tiles).
@@ -345,26 +278,14 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
 #pragma unroll
     for (int s = 0; s < SJ_STAGES; ++s) sj_mbarrier_init(full_bar + 8 * s, 1);
     sj_fence_mbarrier_init();
-#if SJ_PV_FP16
-#pragma unroll
-    for (int g = 0; g < SJ_STAGES - 1; ++g)
-      if (g <= tiles) sj_sm90_load_group(maps, stages_smem, full_bar, g, tiles, (int)kv_head);
-#else
 #pragma unroll
     for (int s = 0; s < SJ_STAGES - 1; ++s)
       if (s < tiles) sj_sm90_load_tile(maps, stages_smem + s * SJ_STAGE_BYTES, full_bar + 8 * s, s, (int)kv_head);
-#endif
   }
   // Q has landed and is visible to wgmma, and the barriers are initialised, before any thread goes on.
   sj_cp_async_wait<0>();
   sj_fence_async_shared();
   sj_barrier();
-#elif SJ_PV_FP16
-#pragma unroll
-  for (int g = 0; g < SJ_STAGES - 1; ++g) {
-    if (g <= tiles) sj_sm90_load_group(p, stages_smem, g, tiles, k_head, v_head);
-    sj_cp_async_commit();
-  }
 #else
 #pragma unroll
   for (int s = 0; s < SJ_STAGES - 1; ++s) {
@@ -382,97 +303,6 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   float m[2] = {sj_neg_inf(), sj_neg_inf()}, l[2] = {0.0f, 0.0f};
   int s_acc[SJ_S_REGS];
 
-#if SJ_PV_FP16
-  // fp16 PV accumulates straight into O (fp32, docs/NUMERICS.md step 7), so no second accumulator
-  // is needed and PV(t - 1) runs on the tensor pipe while the softmax of tile t does not: iteration
-  // t issues S(t) = Q K(t)^T and O += P(t - 1) V(t - 1), waits for S(t) only, runs the softmax of t,
-  // then waits for the PV and rescales O by alpha(t) (skipped when the warp's alphas are all 1).
-  // Iteration `tiles` only finishes the last PV.
-  unsigned p_prev[SJ_PV_STEPS][4];
-  bool have_prev = false;  // p_prev holds the P of tile t - 1 (not skipped)
-  for (int tile = 0; tile <= tiles; ++tile) {
-    const int first_key = tile * SJ_BLOCK_N;
-    float qk_scale[SJ_BLOCK_N / SJ_QUANT_BLOCK];
-    if (tile < tiles)
-#pragma unroll
-      for (int kg = 0; kg < SJ_BLOCK_N / SJ_QUANT_BLOCK; ++kg)
-        qk_scale[kg] = q_scale * k_scale[first_key / SJ_QUANT_BLOCK + kg];
-    bool do_s = tile < wg_tiles;  // warpgroup-uniform
-#if SJ_TMA
-    // After this barrier every warpgroup is done with K(tile - 1) and V(tile - 2), whose slots thread
-    // 0 refills with group tile + STAGES - 1; then wait for group `tile` where this warpgroup reads it
-    // (a warpgroup that stops waiting never waits again, so the parities stay in step).
-    sj_barrier();
-    {
-      const int next = tile + SJ_STAGES - 1;
-      if (sj_thread_x() == 0 && next <= tiles) sj_sm90_load_group(maps, stages_smem, full_bar, next, tiles, (int)kv_head);
-    }
-    if (do_s || have_prev) sj_mbarrier_wait(full_bar + 8 * (tile % SJ_STAGES), (unsigned)(tile / SJ_STAGES) & 1u);
-#else
-    // After this barrier group `tile` has landed (visible to the async proxy) and every warpgroup
-    // is done with the slots group tile + STAGES - 1 refills.
-    sj_cp_async_wait<SJ_STAGES - 2>();
-    sj_fence_async_shared();
-    sj_barrier();
-    {
-      const int next = tile + SJ_STAGES - 1;
-      if (next <= tiles) sj_sm90_load_group(p, stages_smem, next, tiles, k_head, v_head);
-      sj_cp_async_commit();
-    }
-#endif
-#if SJ_KEY_MASK
-    if (do_s) do_s = sj_sm90_tile_has_valid_key(key_bias, first_key, lane);
-#endif
-    if (!do_s && !have_prev) continue;
-    // Three self-contained forms (every wgmma a form issues is waited for inside it), so that ptxas
-    // sees no accumulator in flight where the forms join and keeps the wgmmas asynchronous.
-    float alpha[2] = {1.0f, 1.0f};
-    unsigned p_frag[SJ_PV_STEPS][4];
-    const unsigned k_smem = sj_sm90_k_slot(stages_smem, tile % SJ_STAGES);
-    const auto softmax = [&] {
-      sj_wgmma_fence_operands(s_acc);
-      const bool needs_mask = first_key + SJ_BLOCK_N > p.seq_kv || (SJ_CAUSAL && first_key + SJ_BLOCK_N - 1 > warp_q0);
-#if SJ_KEY_MASK
-      sj_sm90_softmax_masked(s_acc, qk_scale, key_bias, warp_q0 + g, first_key, p.seq_kv, lane, needs_mask, m, l, alpha,
-                             p_frag);
-#else
-      if (needs_mask)
-        sj_sm90_softmax<true>(s_acc, qk_scale, warp_q0 + g, first_key, p.seq_kv, lane, m, l, alpha, p_frag);
-      else
-        sj_sm90_softmax<false>(s_acc, qk_scale, warp_q0 + g, first_key, p.seq_kv, lane, m, l, alpha, p_frag);
-#endif
-    };
-    if (do_s && have_prev) {  // S(t) and PV(t - 1) in flight; the softmax of t overlaps the PV
-      sj_sm90_issue_qk(s_acc, wg_q_smem, k_smem);
-      sj_sm90_issue_pv16(o, p_prev, sj_sm90_v_slot(stages_smem, (tile - 1) % SJ_STAGES));
-      sj_wgmma_wait<1>();
-      softmax();
-      sj_wgmma_wait<0>();
-      sj_wgmma_fence_operands(o);
-      sj_wgmma_fence_operands(p_prev);  // live until here: the PV read them asynchronously
-    } else if (do_s) {  // the first tile (or the first after a skipped one)
-      sj_sm90_issue_qk(s_acc, wg_q_smem, k_smem);
-      sj_wgmma_wait<0>();
-      softmax();
-    } else {  // a tile skipped (causal warpgroup past its rows, no valid key): the previous PV only
-      sj_wgmma_fence();
-      sj_sm90_issue_pv16(o, p_prev, sj_sm90_v_slot(stages_smem, (tile - 1) % SJ_STAGES));
-      sj_wgmma_wait<0>();
-      sj_wgmma_fence_operands(o);
-      sj_wgmma_fence_operands(p_prev);
-    }
-    if (do_s) {
-      if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f))
-#pragma unroll
-        for (int i = 0; i < SJ_O_REGS; ++i) o[i] *= alpha[(i >> 1) & 1];
-#pragma unroll
-      for (int kk = 0; kk < SJ_PV_STEPS; ++kk)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) p_prev[kk][r] = p_frag[kk][r];
-    }
-    have_prev = do_s;
-  }
-#else
   for (int tile = 0; tile < tiles; ++tile) {
     const int stage = tile % SJ_STAGES;
     const int first_key = tile * SJ_BLOCK_N;
@@ -544,7 +374,6 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
 #pragma unroll
     for (int i = 0; i < SJ_O_REGS; ++i) o[i] = o[i] * alpha[(i >> 1) & 1] + pv[i];
   }
-#endif
 #if !SJ_TMA
   sj_cp_async_wait<0>();
 #endif

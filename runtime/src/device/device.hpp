@@ -37,8 +37,7 @@ struct LaunchGeometry {
 };
 
 // A tiled tensor map (CUDA's CUtensorMap) for the tensor copy engine (cp.async.bulk.tensor):
-// `rank` dimensions of `element_bytes`-byte elements (1 or 2: copied as raw bits), innermost first,
-// each `sizes[i]` elements long; `strides[i]` is the
+// `rank` dimensions of one-byte elements, innermost first, each `sizes[i]` long; `strides[i]` is the
 // byte stride of dimension i + 1 (a multiple of 16); `box` the tile one copy moves; `swizzle_bytes`
 // the shared-memory swizzle of the box's rows (0, 32, 64 or 128; the innermost box extent must
 // not exceed it).
@@ -49,7 +48,6 @@ struct TensorMapRequest {
   std::array<unsigned long long, 4> strides{};
   std::array<unsigned, 5> box{};
   int swizzle_bytes = 0;
-  int element_bytes = 1;
 };
 // A tensor map's size; it is opaque and must be 64-byte aligned where it is stored.
 inline constexpr std::size_t kTensorMapBytes = 128;

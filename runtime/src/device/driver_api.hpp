@@ -53,7 +53,6 @@ inline constexpr unsigned CU_EVENT_DEFAULT = 0;
 // cuTensorMapEncodeTiled's values used here (CUtensorMapDataType, ...Interleave, ...L2promotion,
 // ...FloatOOBfill; CUtensorMapSwizzle is 0 none, 1/2/3 for 32/64/128-byte rows).
 inline constexpr int CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0;
-inline constexpr int CU_TENSOR_MAP_DATA_TYPE_UINT16 = 1;
 inline constexpr int CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
 inline constexpr int CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2;
 inline constexpr int CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0;

@@ -230,11 +230,9 @@ class DriverDevice final : public Device {
     if (swizzle < 0)
       fail(ErrorCode::invalid_argument, "encode_tensor_map: swizzle_bytes {} is not one of 0, 32, 64, 128",
            request.swizzle_bytes);
-    if (request.element_bytes != 1 && request.element_bytes != 2)
-      fail(ErrorCode::invalid_argument, "encode_tensor_map: element_bytes {} is not one of 1, 2", request.element_bytes);
     const unsigned element_strides[5] = {1, 1, 1, 1, 1};
     const Result result = api_.cu_tensor_map_encode_tiled(
-        map, request.element_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_UINT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8, static_cast<unsigned>(request.rank), const_cast<void*>(request.base),
+        map, CU_TENSOR_MAP_DATA_TYPE_UINT8, static_cast<unsigned>(request.rank), const_cast<void*>(request.base),
         request.sizes.data(), request.strides.data(), request.box.data(), element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
         swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (result != kSuccess)

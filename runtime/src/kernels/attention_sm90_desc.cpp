@@ -5,8 +5,7 @@
 //   rows_per_warp 16     (a warpgroup's m64 tile is 16 rows per warp)
 //   block_n      64 | 128
 //   stages       2 | 3
-//   pv_fp16      0 | 1   (PV in native e4m3 into a fresh accumulator per tile, added to O; or in
-//                         fp16 straight into O, overlapped with the next tile's softmax)
+//   pv_fp16      0       (PV in native e4m3)
 //   min_blocks   1..4    (CTAs per SM requested through __launch_bounds__)
 //   tma          0 | 1   (K and V tiles by cp.async from every thread, or by the tensor copy engine:
 //                         thread 0 issues two copies per tile on the stage's mbarrier; the tensor
@@ -25,11 +24,9 @@ namespace {
 
 constexpr int sm90_max_head_dim = 128;
 
-int v_bytes(const TileConfig& config) { return config.at("pv_fp16") != 0 ? 2 : 1; }
-
 unsigned shared_bytes(const TileConfig& config, int head_dim) {
   const int q_bytes = config.at("warps") * 16 * head_dim;
-  const int stage_bytes = (1 + v_bytes(config)) * config.at("block_n") * head_dim;  // int8 K tile + V tile
+  const int stage_bytes = 2 * config.at("block_n") * head_dim;  // int8 K tile + e4m3 V tile
   return static_cast<unsigned>(1024 + q_bytes + config.at("stages") * stage_bytes);  // + 1 KiB to align to 1 KiB
 }
 
@@ -45,8 +42,7 @@ std::string sm90_resources(const TileConfig& config, const Specialization& spec,
                        spec.head_dim, sm90_max_head_dim);
   const int warps = config.at("warps"), min_blocks = config.at("min_blocks");
   // The register file shared by min_blocks CTAs: below ~160 per thread the score, PV and output
-  // accumulators (3 x 64 for D = 128; fp16 PV: the output, two P sets and the scores) no longer fit
-  // and ptxas spills or gives up.
+  // accumulators (3 x 64 for D = 128) no longer fit and ptxas spills or gives up.
   const int register_cap = limits->registers_per_sm / (min_blocks * warps * 32);
   if (register_cap < 160)
     return fmt::format("min_blocks {} x warps {} caps registers at {} per thread (< 160)", min_blocks, warps,
@@ -76,15 +72,9 @@ std::size_t sm90_tensor_maps(const Device& device, const TileConfig& config, con
   // K: int8 [B * Hk][Nk_pad][D]; one box = BLOCK_N keys of one head.
   TensorMapRequest k{.base = p.k8, .rank = 3, .sizes = {d, keys, heads}, .strides = {d, d * keys},
                      .box = {static_cast<unsigned>(d), block_n, 1}, .swizzle_bytes = sj_sm90_swizzle_bytes(spec.head_dim)};
-  // V: e4m3 [B * Hk][D][Nk_pad]; one box = D channels of BLOCK_N keys. fp16 V: one box = D channels
-  // of 64 keys (128-byte rows, the largest swizzle), BLOCK_N / 64 boxes per tile.
-  const bool fp16 = config.at("pv_fp16") != 0;
-  const unsigned long long vb = fp16 ? 2 : 1;
-  const unsigned v_box_keys = fp16 ? 64u : block_n;
-  TensorMapRequest v{.base = p.v_quant, .rank = 3, .sizes = {keys, d, heads}, .strides = {keys * vb, keys * d * vb},
-                     .box = {v_box_keys, static_cast<unsigned>(d), 1},
-                     .swizzle_bytes = sj_sm90_swizzle_bytes(static_cast<int>(v_box_keys * vb)),
-                     .element_bytes = static_cast<int>(vb)};
+  // V: e4m3 [B * Hk][D][Nk_pad]; one box = D channels of BLOCK_N keys.
+  TensorMapRequest v{.base = p.v_quant, .rank = 3, .sizes = {keys, d, heads}, .strides = {keys, keys * d},
+                     .box = {block_n, static_cast<unsigned>(d), 1}, .swizzle_bytes = sj_sm90_swizzle_bytes(static_cast<int>(block_n))};
   device.encode_tensor_map(k, maps.k);
   device.encode_tensor_map(v, maps.v);
   std::memcpy(out, &maps, sizeof(maps));
@@ -110,17 +100,14 @@ extern const KernelDesc attention_sm90_kernel{
                {"rows_per_warp", {16}, 16, ""},
                {"block_n", {64, 128}, 128, "SJ_BLOCK_N"},
                {"stages", {2, 3}, 2, "SJ_STAGES"},
-               {"pv_fp16", {0, 1}, 0, "SJ_PV_FP16"},
+               {"pv_fp16", {0}, 0, ""},
                {"min_blocks", {1, 2, 3, 4}, 1, "SJ_MIN_BLOCKS"},
                {"wgmma", {1}, 1, ""},
                {"tma", {0, 1}, 0, "SJ_TMA"}},
     .check_resources = sm90_resources,
     .geometry = sm90_geometry,
-    // e4m3 V in the sm80 kernel's permuted key order, or fp16 V in natural order (the wgmma kernel
-    // reads the same prepare output as attention_sm80's families).
-    .v_input = [](const TileConfig& config) {
-      return config.at("pv_fp16") != 0 ? VInput{true, VOrder::natural} : VInput{false, VOrder::sm80_fp8_permuted};
-    },
+    // e4m3 V in the sm80 kernel's permuted key order (the wgmma kernel reads the same prepare output).
+    .v_input = [](const TileConfig&) { return VInput{false, VOrder::sm80_fp8_permuted}; },
     .extra_argument = sm90_tensor_maps,
     .config_switch = "wgmma",
     .arch_specific = true,
