@@ -5,6 +5,9 @@
 # config on every shape (same process, same inputs, device-event medians), ROUNDS rounds (default 2).
 #   bench/h200_config_compare.sh <source-tree> <deps-prefix> <out-dir> <config>... [-- <gpu-test>[:<doctest-filter>]...]
 # <config>: "table" (the tuning table's per shape) or bench_attention's "key=value,..." form.
+# <gpu-test>: memcheck:<test>[:<filter>] and racecheck:<test>[:<filter>] run it under compute-sanitizer.
+# BEFORE=<source-tree>: also build that tree's bench_attention and time it in every round, just before
+# <source-tree> (columns "before <config>"): a same-run comparison of two kernel sources.
 # SHAPES (default: bench_attention's anchor shapes of issue 23), ITERATIONS (default 10).
 # Writes bench-<round>.json per round, one log per test, and compare.md: TOPS per shape and config
 # (median of the rounds, each round in brackets) with each config's cos against fp64.
@@ -23,9 +26,16 @@ left() { local l=$((budget - SECONDS)); echo $((l > 1 ? l : 1)); }
 stage() { echo "[$SECONDS s] $*"; }
 
 test_targets=()
-for t in "${tests[@]}"; do test_targets+=("${t%%:*}"); done
+for t in "${tests[@]}"; do
+  case $t in memcheck:* | racecheck:*) t=${t#*:} ;; esac
+  test_targets+=("${t%%:*}")
+done
 sj_build "$src" /tmp/sj "$deps" --target sagejit bench_attention "${test_targets[@]}" >"$out/build.log" 2>&1
 stage "build rc=$? ($(grep -c '^\[' "$out/build.log") steps)"
+if [[ -n ${BEFORE:-} ]]; then
+  sj_build "$(realpath "$BEFORE")" /tmp/sj-before "$deps" --target bench_attention >"$out/build-before.log" 2>&1
+  stage "build before rc=$?"
+fi
 SAGEJIT_LIBRARY_DIRS=$(find /opt /usr/local /usr/lib -name 'libnvrtc.so*' -printf '%h\n' 2>/dev/null | sort -u | paste -sd:)
 export SAGEJIT_LIBRARY_DIRS SAGEJIT_CACHE_DIR=/tmp/sj-cache
 
@@ -52,6 +62,11 @@ bench_args=()
 for s in $shapes; do bench_args+=(--shape "$s"); done
 bench_args+=(--config "${configs[@]}")
 for round in $(seq 1 "$rounds"); do
+  if [[ -n ${BEFORE:-} ]]; then
+    SAGEJIT_CACHE_DIR=/tmp/sj-cache-before timeout "$(left)" /tmp/sj-before/bench/bench_attention "${bench_args[@]}" \
+      --iterations "$iterations" >"$out/bench-before-$round.json" 2>"$out/bench-before-$round.err"
+    stage "bench before round $round rc=$?"
+  fi
   timeout "$(left)" /tmp/sj/bench/bench_attention "${bench_args[@]}" --iterations "$iterations" \
     >"$out/bench-$round.json" 2>"$out/bench-$round.err"
   stage "bench round $round rc=$?"
@@ -61,14 +76,18 @@ python3 - "$out" "$rounds" <<'EOF' | tee "$out/compare.md"
 import json, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
 tops, cos, order = {}, {}, []
-for r in range(1, rounds + 1):
+import os
+files = [(f"{out}/bench-before-{r}.json", "before ") for r in range(1, rounds + 1) if os.path.exists(f"{out}/bench-before-{r}.json")]
+files += [(f"{out}/bench-{r}.json", "") for r in range(1, rounds + 1)]
+for path, tree in files:
+    r = path
     try:
-        rows = json.load(open(f"{out}/bench-{r}.json"))["results"]
+        rows = json.load(open(path))["results"]
     except (OSError, ValueError, KeyError) as error:
-        print(f"round {r}: {error}")
+        print(f"{path}: {error}")
         continue
     for row in rows:
-        key = (row["shape"], row.get("requested", row["config"]))
+        key = (row["shape"], tree + row.get("requested", row["config"]))
         if key[1] not in order:
             order.append(key[1])
         if "tops" not in row:
