@@ -62,9 +62,6 @@
 #ifndef SJ_KEY_MASK
 #define SJ_KEY_MASK 0
 #endif
-#ifndef SJ_OVERLAP
-#define SJ_OVERLAP 0
-#endif
 
 // The end of both softmax forms: the row sums into l (rescaled by alpha), and the probabilities
 // `value` packed as e4m3 into the PV wgmma's register A fragments.
@@ -152,45 +149,6 @@ SJ_DEVICE void sj_sm90_load_tile(const SjAttentionParams& p, unsigned stage_smem
   sj_copy_tile<SJ_THREADS, SJ_BLOCK_N, SJ_D / 16>(stage_smem, (const sj_u8*)k_head + first_key * SJ_D, SJ_D);
   sj_copy_tile<SJ_THREADS, SJ_D, SJ_BLOCK_N / 16>(stage_smem + SJ_K_TILE_BYTES, v_head + first_key,
                                                   (sj_i64)p.seq_kv_pad);
-}
-#endif
-
-#if SJ_OVERLAP
-// The overlapped form (SJ_OVERLAP) keeps K and V in separate rings of SJ_STAGES slots each (K first,
-// then V): K(t) is free once S(t) has completed, V(t) only once PV(t) has, one iteration later. Load
-// group g brings K(g) (g < tiles) and V(g - 1) (g >= 1), for groups 0 .. tiles; iteration t consumes group t.
-SJ_DEVICE unsigned sj_sm90_k_slot(unsigned stages_smem, int slot) { return stages_smem + slot * SJ_K_TILE_BYTES; }
-SJ_DEVICE unsigned sj_sm90_v_slot(unsigned stages_smem, int slot) {
-  return stages_smem + SJ_STAGES * SJ_K_TILE_BYTES + slot * SJ_V_TILE_BYTES;
-}
-#if SJ_TMA
-// Thread 0 only: group g's tensor copies on mbarrier g % STAGES.
-SJ_DEVICE void sj_sm90_load_group(const SjSm90TensorMaps& maps, unsigned stages_smem, unsigned full_bar, int g,
-                                  int tiles, int kv_head) {
-  const bool k = g < tiles, v = g >= 1;
-  const unsigned bar = full_bar + 8 * (g % SJ_STAGES);
-  sj_mbarrier_arrive_expect_tx(bar, (k ? SJ_K_TILE_BYTES : 0) + (v ? SJ_V_TILE_BYTES : 0));
-  if (k) sj_tma_load_3d(sj_sm90_k_slot(stages_smem, g % SJ_STAGES), maps.k, 0, g * SJ_BLOCK_N, kv_head, bar);
-  if (v) sj_tma_load_3d(sj_sm90_v_slot(stages_smem, (g - 1) % SJ_STAGES), maps.v, (g - 1) * SJ_BLOCK_N, 0, kv_head, bar);
-}
-#else
-// All threads: group g's cp.async copies (the caller commits them as one group).
-SJ_DEVICE void sj_sm90_load_group(const SjAttentionParams& p, unsigned stages_smem, int g, int tiles, const sj_i8* k_head,
-                                  const sj_u8* v_head) {
-  if (g < tiles)
-    sj_copy_tile<SJ_THREADS, SJ_BLOCK_N, SJ_D / 16>(sj_sm90_k_slot(stages_smem, g % SJ_STAGES),
-                                                    (const sj_u8*)k_head + (sj_i64)g * SJ_BLOCK_N * SJ_D, SJ_D);
-  if (g >= 1)
-    sj_copy_tile<SJ_THREADS, SJ_D, SJ_BLOCK_N / 16>(sj_sm90_v_slot(stages_smem, (g - 1) % SJ_STAGES),
-                                                    v_head + (sj_i64)(g - 1) * SJ_BLOCK_N, (sj_i64)p.seq_kv_pad);
-}
-#endif
-
-// pv = P V of one key tile from the V slot at v_smem (a fresh accumulator), issued asynchronously.
-SJ_DEVICE void sj_sm90_issue_pv(float (&pv)[SJ_O_REGS], const unsigned (&p_frag)[SJ_PV_STEPS][4], unsigned v_smem) {
-#pragma unroll
-  for (int kk = 0; kk < SJ_PV_STEPS; ++kk) sj_wgmma_pv(pv, p_frag[kk], sj_sm90_desc(v_smem + 32 * kk, SJ_BLOCK_N), kk > 0);
-  sj_wgmma_commit();
 }
 #endif
 
@@ -320,26 +278,14 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
 #pragma unroll
     for (int s = 0; s < SJ_STAGES; ++s) sj_mbarrier_init(full_bar + 8 * s, 1);
     sj_fence_mbarrier_init();
-#if SJ_OVERLAP
-#pragma unroll
-    for (int g = 0; g < SJ_STAGES - 1; ++g)
-      if (g <= tiles) sj_sm90_load_group(maps, stages_smem, full_bar, g, tiles, (int)kv_head);
-#else
 #pragma unroll
     for (int s = 0; s < SJ_STAGES - 1; ++s)
       if (s < tiles) sj_sm90_load_tile(maps, stages_smem + s * SJ_STAGE_BYTES, full_bar + 8 * s, s, (int)kv_head);
-#endif
   }
   // Q has landed and is visible to wgmma, and the barriers are initialised, before any thread goes on.
   sj_cp_async_wait<0>();
   sj_fence_async_shared();
   sj_barrier();
-#elif SJ_OVERLAP
-#pragma unroll
-  for (int g = 0; g < SJ_STAGES - 1; ++g) {
-    if (g <= tiles) sj_sm90_load_group(p, stages_smem, g, tiles, k_head, v_head);
-    sj_cp_async_commit();
-  }
 #else
 #pragma unroll
   for (int s = 0; s < SJ_STAGES - 1; ++s) {
@@ -357,100 +303,6 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   float m[2] = {sj_neg_inf(), sj_neg_inf()}, l[2] = {0.0f, 0.0f};
   int s_acc[SJ_S_REGS];
 
-#if SJ_OVERLAP
-  // Iteration t issues S(t) = Q K(t)^T and pv = P(t - 1) V(t - 1), waits for S(t) only, runs the
-  // softmax of t while the PV is on the tensor pipe, then waits for it and adds it to O with the
-  // alpha of tile t - 1 (the same two-level accumulation as below). Iteration `tiles` finishes the
-  // last PV. Three self-contained forms (every wgmma a form issues is waited for inside it), so that
-  // ptxas sees no accumulator in flight where they join and keeps the wgmmas asynchronous.
-  unsigned p_prev[SJ_PV_STEPS][4];
-  float alpha_prev[2] = {1.0f, 1.0f};
-  bool have_prev = false;  // p_prev holds the P of tile t - 1 (not skipped)
-  for (int tile = 0; tile <= tiles; ++tile) {
-    const int first_key = tile * SJ_BLOCK_N;
-    float qk_scale[SJ_BLOCK_N / SJ_QUANT_BLOCK];
-    if (tile < tiles)
-#pragma unroll
-      for (int kg = 0; kg < SJ_BLOCK_N / SJ_QUANT_BLOCK; ++kg)
-        qk_scale[kg] = q_scale * k_scale[first_key / SJ_QUANT_BLOCK + kg];
-    bool do_s = tile < wg_tiles;  // warpgroup-uniform
-#if SJ_TMA
-    // After this barrier every warpgroup is done with K(tile - 1) and V(tile - 2), whose slots thread
-    // 0 refills with group tile + STAGES - 1; then wait for group `tile` where this warpgroup reads it
-    // (a warpgroup that stops waiting never waits again, so the parities stay in step).
-    sj_barrier();
-    {
-      const int next = tile + SJ_STAGES - 1;
-      if (sj_thread_x() == 0 && next <= tiles) sj_sm90_load_group(maps, stages_smem, full_bar, next, tiles, (int)kv_head);
-    }
-    if (do_s || have_prev) sj_mbarrier_wait(full_bar + 8 * (tile % SJ_STAGES), (unsigned)(tile / SJ_STAGES) & 1u);
-#else
-    // After this barrier group `tile` has landed (visible to the async proxy) and every warpgroup
-    // is done with the slots group tile + STAGES - 1 refills.
-    sj_cp_async_wait<SJ_STAGES - 2>();
-    sj_fence_async_shared();
-    sj_barrier();
-    {
-      const int next = tile + SJ_STAGES - 1;
-      if (next <= tiles) sj_sm90_load_group(p, stages_smem, next, tiles, k_head, v_head);
-      sj_cp_async_commit();
-    }
-#endif
-#if SJ_KEY_MASK
-    if (do_s) do_s = sj_sm90_tile_has_valid_key(key_bias, first_key, lane);
-#endif
-    if (!do_s && !have_prev) continue;
-    float alpha[2] = {1.0f, 1.0f};
-    unsigned p_frag[SJ_PV_STEPS][4];
-    float pv[SJ_O_REGS];
-    const unsigned k_smem = sj_sm90_k_slot(stages_smem, tile % SJ_STAGES);
-    const auto softmax = [&] {
-      sj_wgmma_fence_operands(s_acc);
-      const bool needs_mask = first_key + SJ_BLOCK_N > p.seq_kv || (SJ_CAUSAL && first_key + SJ_BLOCK_N - 1 > warp_q0);
-#if SJ_KEY_MASK
-      sj_sm90_softmax_masked(s_acc, qk_scale, key_bias, warp_q0 + g, first_key, p.seq_kv, lane, needs_mask, m, l, alpha,
-                             p_frag);
-#else
-      if (needs_mask)
-        sj_sm90_softmax<true>(s_acc, qk_scale, warp_q0 + g, first_key, p.seq_kv, lane, m, l, alpha, p_frag);
-      else
-        sj_sm90_softmax<false>(s_acc, qk_scale, warp_q0 + g, first_key, p.seq_kv, lane, m, l, alpha, p_frag);
-#endif
-    };
-    const auto fold = [&] {
-      sj_wgmma_fence_operands(pv);
-      sj_wgmma_fence_operands(p_prev);  // live until here: the PV read them asynchronously
-#pragma unroll
-      for (int i = 0; i < SJ_O_REGS; ++i) o[i] = o[i] * alpha_prev[(i >> 1) & 1] + pv[i];
-    };
-    if (do_s && have_prev) {
-      sj_sm90_issue_qk(s_acc, wg_q_smem, k_smem);
-      sj_sm90_issue_pv(pv, p_prev, sj_sm90_v_slot(stages_smem, (tile - 1) % SJ_STAGES));
-      sj_wgmma_wait<1>();
-      softmax();
-      sj_wgmma_wait<0>();
-      fold();
-    } else if (do_s) {  // the first tile (or the first after a skipped one)
-      sj_sm90_issue_qk(s_acc, wg_q_smem, k_smem);
-      sj_wgmma_wait<0>();
-      softmax();
-    } else {  // a tile skipped (causal warpgroup past its rows, no valid key): the previous PV only
-      sj_wgmma_fence();
-      sj_sm90_issue_pv(pv, p_prev, sj_sm90_v_slot(stages_smem, (tile - 1) % SJ_STAGES));
-      sj_wgmma_wait<0>();
-      fold();
-    }
-    if (do_s) {
-#pragma unroll
-      for (int kk = 0; kk < SJ_PV_STEPS; ++kk)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) p_prev[kk][r] = p_frag[kk][r];
-      alpha_prev[0] = alpha[0];
-      alpha_prev[1] = alpha[1];
-    }
-    have_prev = do_s;
-  }
-#else
   for (int tile = 0; tile < tiles; ++tile) {
     const int stage = tile % SJ_STAGES;
     const int first_key = tile * SJ_BLOCK_N;
@@ -522,7 +374,6 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
 #pragma unroll
     for (int i = 0; i < SJ_O_REGS; ++i) o[i] = o[i] * alpha[(i >> 1) & 1] + pv[i];
   }
-#endif
 #if !SJ_TMA
   sj_cp_async_wait<0>();
 #endif

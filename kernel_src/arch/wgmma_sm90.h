@@ -74,14 +74,6 @@ SJ_DEVICE void sj_wgmma_fence_operands(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
-// A register A operand (P fragments) read by an in-flight wgmma: kept live, and not reused, until here.
-template <int N, int M>
-SJ_DEVICE void sj_wgmma_fence_operands(unsigned (&d)[N][M]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-#pragma unroll
-    for (int j = 0; j < M; ++j) asm volatile("" : "+r"(d[i][j])::"memory");
-}
 
 // ---- Tensor copies completing on an mbarrier (SJ_TMA) --------------------------------------------
 // An mbarrier expecting `arrivals` arrivals per phase; fence_mbarrier_init makes the initialisation

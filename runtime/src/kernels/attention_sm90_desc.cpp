@@ -10,8 +10,6 @@
 //   tma          0 | 1   (K and V tiles by cp.async from every thread, or by the tensor copy engine:
 //                         thread 0 issues two copies per tile on the stage's mbarrier; the tensor
 //                         maps are the kernel's second argument, encoded here for each launch)
-//   overlap      0 | 1   (1: the softmax of tile t runs while PV(t - 1) is on the tensor pipe; K and
-//                         V in separate rings; needs registers for both, i.e. min_blocks <= 2)
 #include <cstring>
 
 #include <fmt/format.h>
@@ -105,8 +103,7 @@ extern const KernelDesc attention_sm90_kernel{
                {"pv_fp16", {0}, 0, ""},
                {"min_blocks", {1, 2, 3, 4}, 1, "SJ_MIN_BLOCKS"},
                {"wgmma", {1}, 1, ""},
-               {"tma", {0, 1}, 0, "SJ_TMA"},
-               {"overlap", {0, 1}, 0, "SJ_OVERLAP"}},
+               {"tma", {0, 1}, 0, "SJ_TMA"}},
     .check_resources = sm90_resources,
     .geometry = sm90_geometry,
     // e4m3 V in the sm80 kernel's permuted key order (the wgmma kernel reads the same prepare output).
