@@ -87,6 +87,13 @@ TEST_CASE("attention_sm90 rejects what it cannot run, naming the parameter") {
   CHECK(reason(wgmma_config(4, 128, 1, 1)).find("stages 1") != std::string::npos);
   CHECK(reason(wgmma_config(4, 128, 3, 3)).find("shared memory") != std::string::npos);  // 3 x 107 KiB
   CHECK(reason(wgmma_config(8, 64, 2, 3)).find("caps registers at 85") != std::string::npos);
+  // The register floor follows the head dim and tile: at D = 64 with 64-key tiles five CTAs per SM
+  // fit (102 registers for a need of 96), at D = 128 four do not (128 < 160).
+  CHECK(check_kernel_config(sm90, wgmma_config(4, 64, 2, 5), spec_of(64, false), "sm_90").empty());
+  CHECK(check_kernel_config(sm90, wgmma_config(4, 128, 2, 4), spec_of(64, false), "sm_90").find("< 136") !=
+        std::string::npos);
+  CHECK(reason(wgmma_config(4, 64, 2, 4)).find("caps registers at 128 per thread (< 160 for head_dim 128") !=
+        std::string::npos);
   c = wgmma_config(4, 128, 2, 1);
   c["pv_fp16"] = 1;
   CHECK(reason(c).find("pv_fp16") != std::string::npos);

@@ -6,10 +6,12 @@
 //   block_n      64 | 128
 //   stages       2 | 3
 //   pv_fp16      0       (PV in native e4m3)
-//   min_blocks   1..4    (CTAs per SM requested through __launch_bounds__)
+//   min_blocks   1..5    (CTAs per SM requested through __launch_bounds__; the registers this caps
+//                         must hold the accumulators of the head dim and tile, sm90_resources)
 //   tma          0 | 1   (K and V tiles by cp.async from every thread, or by the tensor copy engine:
 //                         thread 0 issues two copies per tile on the stage's mbarrier; the tensor
 //                         maps are the kernel's second argument, encoded here for each launch)
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -41,12 +43,17 @@ std::string sm90_resources(const TileConfig& config, const Specialization& spec,
                        "and reads rows of at most 128 bytes; use wgmma=0 (attention_sm80)",
                        spec.head_dim, sm90_max_head_dim);
   const int warps = config.at("warps"), min_blocks = config.at("min_blocks");
-  // The register file shared by min_blocks CTAs: below ~160 per thread the score, PV and output
-  // accumulators (3 x 64 for D = 128) no longer fit and ptxas spills or gives up.
+  // The register file shared by min_blocks CTAs must hold what is live per thread: O (D / 2), then
+  // either the score accumulators (BLOCK_N / 2) or the fresh PV accumulator (D / 2), the packed P
+  // (BLOCK_N / 8) and ~24 for addresses and the softmax state; below that ptxas spills heavily (NVRTC 13:
+  // 168 at D = 128 / BLOCK_N 128 spills 8-52 bytes, which the shipped config accepts; D = 64 /
+  // BLOCK_N 64 needs 95, so five CTAs per SM fit).
   const int register_cap = limits->registers_per_sm / (min_blocks * warps * 32);
-  if (register_cap < 160)
-    return fmt::format("min_blocks {} x warps {} caps registers at {} per thread (< 160)", min_blocks, warps,
-                       register_cap);
+  const int head_dim = spec.head_dim, block_n = config.at("block_n");
+  const int register_need = head_dim / 2 + std::max(head_dim / 2, block_n / 2) + block_n / 8 + 24;
+  if (register_cap < register_need)
+    return fmt::format("min_blocks {} x warps {} caps registers at {} per thread (< {} for head_dim {}, block_n {})",
+                       min_blocks, warps, register_cap, register_need, head_dim, block_n);
   // min_blocks CTAs resident at once: each takes its shared memory plus the system's reserve; with tma
   // the stages' mbarriers are static shared memory, which ptxas pads to 1 KiB because the dynamic
   // tiles that follow are declared 1 KiB-aligned.
@@ -101,7 +108,7 @@ extern const KernelDesc attention_sm90_kernel{
                {"block_n", {64, 128}, 128, "SJ_BLOCK_N"},
                {"stages", {2, 3}, 2, "SJ_STAGES"},
                {"pv_fp16", {0}, 0, ""},
-               {"min_blocks", {1, 2, 3, 4}, 1, "SJ_MIN_BLOCKS"},
+               {"min_blocks", {1, 2, 3, 4, 5}, 1, "SJ_MIN_BLOCKS"},
                {"wgmma", {1}, 1, ""},
                {"tma", {0, 1}, 0, "SJ_TMA"}},
     .check_resources = sm90_resources,
