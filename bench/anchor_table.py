@@ -177,9 +177,15 @@ def main():
         return
     rows = measure(args)
     here = os.path.dirname(os.path.abspath(__file__))
-    # $SAGEJIT_REVISION names the tree when it was copied without its .git (the GPU machine's copy).
-    revision = os.environ.get("SAGEJIT_REVISION") or subprocess.run(
-        ["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    # $SAGEJIT_REVISION names the tree when it was copied without its .git (the GPU machine's copy). A
+    # tree whose files differ from its HEAD (a copy under an older .git, uncommitted edits) says so.
+    revision = os.environ.get("SAGEJIT_REVISION")
+    if not revision:
+        git = ["git", "-C", here]
+        revision = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout
+        if revision and dirty.strip():
+            revision += " with uncommitted changes"
     meta = {"command": args.command, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "cuda": torch.version.cuda, "revision": revision or "unknown",
             "timer": "triton.testing.do_bench median, L2 flushed, rotating inputs", "seed": args.seed}
