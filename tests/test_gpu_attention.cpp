@@ -270,6 +270,9 @@ TEST_CASE("GPU attention: wgmma kernel (sm_90), quality, features and odd length
     check_attention(*gpu, gqa_nhd_causal_case(), wgmma(4, 128, 2), seed++, emulator_only);
     check_attention(*gpu, tall_causal_case(), wgmma(8, 128, 2), seed++, emulator_only);
     for (int block_n : {64, 128}) check_attention(*gpu, d64_mqa_case(), wgmma(4, block_n, 2), seed++, quality);
+    TileConfig d64_table = wgmma(4, 128, 2);  // the sm_90 table's D=64 config (with tma 1): three CTAs per SM
+    d64_table["min_blocks"] = 3;
+    check_attention(*gpu, d64_mqa_case(), d64_table, seed++, quality);
 
     const std::pair<int, int> lengths[] = {{1, 1}, {17, 33}, {33, 17}, {31, 127}, {127, 31}, {1, 4097}, {100, 161}};
     for (const auto& [nq, nk] : lengths)
