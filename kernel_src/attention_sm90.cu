@@ -10,14 +10,15 @@
 // SJ_STAGES shared-memory buffers, stored in the swizzled K-major layout wgmma reads: with cp.async
 // by every thread (SJ_TMA 0), or (SJ_TMA 1) as two tensor copies per tile issued by thread 0 that
 // complete on the stage's mbarrier (the tensor maps arrive as the second kernel argument).
-// Latency is hidden across CTAs rather than inside one: the best H200 configs run three 128-thread
-// CTAs per SM (min_blocks=3 caps the registers at 168), whose softmax and wgmma phases interleave.
-// (Measured and dropped: S(j+1) overlapped with the softmax of j, split PV, TMA with full/empty
-// mbarrier pairs; each needs registers that cost the third CTA — docs/NVIDIA.md. SJ_TMA keeps the
-// CTA barrier as the buffer release instead: it wins at non-causal D=128, where the table enables it.)
+// Latency is hidden across warpgroups rather than inside one: the best H200 configs run three
+// warpgroups per SM (three 128-thread CTAs with min_blocks=3, or one CTA of three warpgroups: 168
+// registers each), whose softmax and wgmma phases interleave. (Measured and dropped: S(j+1) or
+// PV(j-1) overlapped with the softmax of j, split PV, fp16 PV, TMA with full/empty mbarrier pairs;
+// each needs registers that cost the third warpgroup — docs/NVIDIA.md. With one or two warpgroups
+// SJ_TMA keeps the CTA barrier as the buffer release; three release a stage by counting, below.)
 //
 // Grid: (ceil(Nq / BLOCK_M), Hq, B); causal grids run the heaviest query blocks first.
-// Defines: SJ_HEAD_DIM (64|128; 256 runs attention_sm80), SJ_WARPS (4|8: one or two warpgroups), SJ_BLOCK_N (64|128), SJ_STAGES (2|3), SJ_DTYPE,
+// Defines: SJ_HEAD_DIM (64|128; 256 runs attention_sm80), SJ_WARPS (4|8|12: one to three warpgroups), SJ_BLOCK_N (64|128), SJ_STAGES (2|3), SJ_DTYPE,
 // SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS, SJ_TMA (0|1), SJ_KEY_MASK (optional, 1: a key mask,
 // docs/NUMERICS.md "Key masks", SjKeyMask as the last kernel argument: the key bias prepare wrote is
 // added to every score, a key tile without a valid key is not computed (it is still copied, so
@@ -62,6 +63,12 @@
 #ifndef SJ_KEY_MASK
 #define SJ_KEY_MASK 0
 #endif
+// Three warpgroups (192 query rows) share each K/V tile: a third of the L2 traffic per FLOP of three
+// one-warpgroup CTAs. A per-tile CTA barrier would put their phases in step (all three on the tensor
+// pipe, then all three in the softmax), so with tensor copies a stage is released by counting: each
+// warp that has finished with a tile adds one to its stage's counter, and the last one refills the
+// stage with the tile STAGES ahead. The warpgroups then drift apart by up to STAGES - 1 tiles.
+#define SJ_RELEASE_COUNT (SJ_TMA && SJ_WARPGROUPS == 3)
 
 // The end of both softmax forms: the row sums into l (rescaled by alpha), and the probabilities
 // `value` packed as e4m3 into the PV wgmma's register A fragments.
@@ -222,6 +229,9 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS)
     sj_attention_sm90(SjAttentionParams p, const __grid_constant__ SjSm90TensorMaps maps SJ_KEY_MASK_ARGUMENT) {
   // One "full" mbarrier per stage: thread 0's arrival plus the tile's bytes complete a phase.
   __shared__ __align__(8) unsigned long long sj_full[SJ_STAGES];
+#if SJ_RELEASE_COUNT
+  __shared__ int sj_released[SJ_STAGES];  // warps done with the stage's current tile
+#endif
 #else
 extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_attention_sm90(SjAttentionParams p SJ_KEY_MASK_ARGUMENT) {
 #endif
@@ -236,6 +246,9 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   const int g = lane >> 2, t = lane & 3;
   [[maybe_unused]] const auto [block, hq, b, hk, q0] = sj_query_block(p, SJ_BLOCK_M, SJ_CAUSAL);
   const int wg_q0 = q0 + 64 * wg;
+  // 192 rows (three warpgroups) do not divide SJ_SEQ_PAD: a warpgroup whose 64 rows start past the
+  // padded length is idle (its rows are not read, its tiles not counted).
+  const bool wg_active = SJ_WARPGROUPS != 3 || wg_q0 < p.seq_q_pad;
   const int warp_q0 = q0 + 16 * warp;
 #if SJ_KEY_MASK
   // A varlen call's batch item: its own query rows, at its own offset in the packed out (o_stride_b is 0).
@@ -263,12 +276,21 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   // Causal: this warpgroup's rows see keys < wg_q0 + 64 only; its later tiles are skipped (a
   // warpgroup-uniform decision, as wgmma needs all four warps).
   const int wg_keys = sj_keys_to_visit(wg_q0, 64, p.seq_kv, SJ_CAUSAL);
-  const int wg_tiles = (wg_keys + SJ_BLOCK_N - 1) / SJ_BLOCK_N;
+  const int wg_tiles = wg_active ? (wg_keys + SJ_BLOCK_N - 1) / SJ_BLOCK_N : 0;
 
   // Q (in the first commit group, with tile 0), then the first STAGES - 1 key tiles. Q rows past the
   // padded length cannot occur (BLOCK_M divides SJ_SEQ_PAD), nor can key tiles past it.
+#if SJ_WARPGROUPS == 3
+  // Only the rows inside the padded length are loaded.
+#pragma unroll
+  for (int w = 0; w < 3; ++w)
+    if (q0 + 64 * w < p.seq_q_pad)
+      sj_copy_tile<SJ_THREADS, 64, SJ_D / 16>(q_smem + w * 64 * SJ_D,
+                                              (const sj_u8*)(p.q8 + (q_head * p.seq_q_pad + q0 + 64 * w) * SJ_D), SJ_D);
+#else
   sj_copy_tile<SJ_THREADS, SJ_BLOCK_M, SJ_D / 16>(q_smem, (const sj_u8*)(p.q8 + (q_head * p.seq_q_pad + q0) * SJ_D),
                                                   SJ_D);
+#endif
 #if SJ_TMA
   const unsigned full_bar = sj_smem_addr(sj_full);  // stage s: full_bar + 8 s
   sj_cp_async_commit();
@@ -277,9 +299,13 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     sj_tma_prefetch_map(maps.v);
 #pragma unroll
     for (int s = 0; s < SJ_STAGES; ++s) sj_mbarrier_init(full_bar + 8 * s, 1);
+#if SJ_RELEASE_COUNT
+#pragma unroll
+    for (int s = 0; s < SJ_STAGES; ++s) sj_released[s] = 0;
+#endif
     sj_fence_mbarrier_init();
 #pragma unroll
-    for (int s = 0; s < SJ_STAGES - 1; ++s)
+    for (int s = 0; s < SJ_STAGES - (SJ_RELEASE_COUNT ? 0 : 1); ++s)  // released by counting: every stage at once
       if (s < tiles) sj_sm90_load_tile(maps, stages_smem + s * SJ_STAGE_BYTES, full_bar + 8 * s, s, (int)kv_head);
   }
   // Q has landed and is visible to wgmma, and the barriers are initialised, before any thread goes on.
@@ -294,7 +320,16 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   }
 #endif
 
-  const float q_scale = p.q_scale[q_head * (p.seq_q_pad / SJ_QUANT_BLOCK) + warp_q0 / SJ_QUANT_BLOCK];
+  const float q_scale = wg_active ? p.q_scale[q_head * (p.seq_q_pad / SJ_QUANT_BLOCK) + warp_q0 / SJ_QUANT_BLOCK] : 0.0f;
+#if SJ_RELEASE_COUNT
+  // Warps that read tile t: four per warpgroup that visits it (causal warpgroups stop early, idle ones visit none).
+  int wg_tiles_of[3];
+#pragma unroll
+  for (int w = 0; w < 3; ++w)
+    wg_tiles_of[w] = q0 + 64 * w < p.seq_q_pad
+                         ? (sj_keys_to_visit(q0 + 64 * w, 64, p.seq_kv, SJ_CAUSAL) + SJ_BLOCK_N - 1) / SJ_BLOCK_N
+                         : 0;
+#endif
   const unsigned wg_q_smem = q_smem + wg * 64 * SJ_D;
 
   float o[SJ_O_REGS];
@@ -310,7 +345,15 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
 #pragma unroll
     for (int kg = 0; kg < SJ_BLOCK_N / SJ_QUANT_BLOCK; ++kg) qk_scale[kg] = q_scale * k_scale[first_key / SJ_QUANT_BLOCK + kg];
 
-#if SJ_TMA
+#if SJ_RELEASE_COUNT
+    if (tile >= wg_tiles) break;  // this warpgroup reads no later tile (nor counts one)
+    sj_mbarrier_wait(full_bar + 8 * stage, (unsigned)(tile / SJ_STAGES) & 1u);
+    bool tile_visible = true;
+#if SJ_KEY_MASK
+    tile_visible = sj_sm90_tile_has_valid_key(key_bias, first_key, lane);
+#endif
+    if (tile_visible) {
+#elif SJ_TMA
     // After this barrier every warpgroup has finished tile - 1 (its wgmma reads are complete), so
     // thread 0 refills that buffer; then each thread waits for this tile's copies (the stage's
     // mbarrier, in its (tile / STAGES)-th phase).
@@ -373,6 +416,24 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     sj_wgmma_fence_operands(pv);
 #pragma unroll
     for (int i = 0; i < SJ_O_REGS; ++i) o[i] = o[i] * alpha[(i >> 1) & 1] + pv[i];
+#if SJ_RELEASE_COUNT
+    }  // tile_visible
+    // This warp's wgmma reads of the stage are complete (the waits above): count it; the last of the
+    // tile's readers refills the stage.
+    if (lane == 0) {
+      const int readers = 4 * ((tile < wg_tiles_of[0]) + (tile < wg_tiles_of[1]) + (tile < wg_tiles_of[2]));
+      __threadfence_block();  // this warp's reads of the stage before its count
+      if (atomicAdd(&sj_released[stage], 1) == readers - 1) {
+        __threadfence_block();   // every reader's count (and reads) before the refill
+        sj_released[stage] = 0;  // before the refill's arrival, which publishes it with the tile
+        const int next = tile + SJ_STAGES;
+        if (next < tiles) {
+          sj_fence_async_shared();
+          sj_sm90_load_tile(maps, stages_smem + stage * SJ_STAGE_BYTES, full_bar + 8 * stage, next, (int)kv_head);
+        }
+      }
+    }
+#endif
   }
 #if !SJ_TMA
   sj_cp_async_wait<0>();

@@ -226,6 +226,10 @@ TEST_CASE("GPU attention: small shapes (sanitizer-sized)") {
           const TileConfig shipped{{"warps", 4},  {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2},
                                    {"pv_fp16", 0}, {"wgmma", 1},         {"min_blocks", 3}, {"tma", tma}};
           check_attention(*gpu, c, shipped, static_cast<std::uint64_t>(seed++), emulator_only);
+          TileConfig three = shipped;  // three warpgroups sharing each tile (100 rows: the third idle)
+          three["warps"] = 12;
+          three["min_blocks"] = 1;
+          check_attention(*gpu, c, three, static_cast<std::uint64_t>(seed++), emulator_only);
         }
     }
 }
@@ -253,7 +257,7 @@ TEST_CASE("GPU attention: wgmma kernel (sm_90), quality, features and odd length
     Case c;  // random normal, every tile shape
     c.heads_q = c.heads_kv = 2;
     c.seq_q = c.seq_kv = 1024;
-    for (int warps : {4, 8})
+    for (int warps : {4, 8, 12})
       for (int block_n : {64, 128}) {
         c.attention = wgmma(warps, block_n, block_n == 64 ? 3 : 2);
         c.seed = seed++;
@@ -265,8 +269,10 @@ TEST_CASE("GPU attention: wgmma kernel (sm_90), quality, features and odd length
     check_attention(*gpu, c, issue_thresholds);
 
     check_attention(*gpu, k_offsets_case(), wgmma(4, 128, 2), seed++, quality);
-    // two warpgroups skip tiles independently
+    // two and three warpgroups skip tiles independently (three: the last reader of a tile refills its stage)
     check_attention(*gpu, causal_fp16_lse_case(), wgmma(8, 64, 2), seed++, quality);
+    check_attention(*gpu, causal_fp16_lse_case(), wgmma(12, 128, 2), seed++, quality);
+    check_attention(*gpu, gqa_nhd_causal_case(), wgmma(12, 64, 3), seed++, emulator_only);
     check_attention(*gpu, gqa_nhd_causal_case(), wgmma(4, 128, 2), seed++, emulator_only);
     check_attention(*gpu, tall_causal_case(), wgmma(8, 128, 2), seed++, emulator_only);
     for (int block_n : {64, 128}) check_attention(*gpu, d64_mqa_case(), wgmma(4, block_n, 2), seed++, quality);
@@ -278,7 +284,7 @@ TEST_CASE("GPU attention: wgmma kernel (sm_90), quality, features and odd length
     for (const auto& [nq, nk] : lengths)
       for (bool causal_case : {false, true}) {
         const Case odd = gqa_lengths_case(nq, nk, causal_case, (seed % 2) == 0);
-        check_attention(*gpu, odd, wgmma(seed % 3 == 0 ? 8 : 4, seed % 2 == 0 ? 64 : 128, 2), seed, emulator_only);
+        check_attention(*gpu, odd, wgmma(4 * (1 + seed % 3), seed % 2 == 0 ? 64 : 128, 2), seed, emulator_only);
         ++seed;
       }
   }

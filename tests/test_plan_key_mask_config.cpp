@@ -1,6 +1,7 @@
 // The config a masked call runs (KernelDesc::table_config_for): on gfx12 a tuning table's config runs
-// key-masked calls at gfx12_key_mask_rows_per_wave rows per wave, everything else of it as chosen; an
-// unmasked call, an NVIDIA target and an explicit config are not narrowed (an explicit masked 32-row
+// key-masked calls at gfx12_key_mask_rows_per_wave rows per wave, everything else of it as chosen; on
+// sm_90 a table's three-warpgroup config runs masked calls in the one-warpgroup form at three CTAs per
+// SM; an unmasked call, other NVIDIA configs and an explicit config are not narrowed (an explicit masked 32-row
 // gfx12 config is refused, naming the rule), and a table config passed explicitly with
 // attention_config_from_table (sagejit-precompile) is fitted as the plan's own choice is.
 #include <doctest/doctest.h>
@@ -63,7 +64,31 @@ TEST_CASE("key-mask configs: on gfx12 a table's config runs masked calls at 16 r
   CHECK(planned == 48);
 }
 
-TEST_CASE("key-mask configs: NVIDIA plans and unmasked gfx12 plans keep the table's config") {
+TEST_CASE("key-mask configs: on sm_90 a table's three-warpgroup config runs masked calls with one warpgroup per CTA") {
+  for (const auto& [seq, causal] : {std::pair<std::int64_t, bool>{16384, true}, {32768, false}}) {
+    CAPTURE(seq);
+    AttentionCall plain_call = call_of(DType::bf16, 128, causal, seq, false);
+    plain_call.batch = 1;
+    plain_call.seq_kv = seq;
+    AttentionCall masked_call = plain_call;
+    masked_call.key_mask = {&attend, SJ_KEY_MASK_BOOL, 0, 1};
+    const AttentionPlan plain = plan_attention(plain_call, "sm_90");
+    const AttentionPlan masked = plan_attention(masked_call, "sm_90");
+    REQUIRE(plain.attention->name == "attention_sm90");
+    CHECK(plain.attention_config.at("warps") == 12);  // configs/sm_90.json's entry for this bucket
+    TileConfig expected = plain.attention_config;
+    expected["warps"] = 4;
+    expected["min_blocks"] = 3;
+    CHECK(masked.attention == plain.attention);
+    CHECK(masked.attention_config == expected);
+    CHECK(check_kernel_config(*masked.attention, masked.attention_config, masked.spec, "sm_90").empty());
+    // An explicit three-warpgroup config is run as asked, masked or not.
+    masked_call.attention_config = plain.attention_config;
+    CHECK(plan_attention(masked_call, "sm_90").attention_config.at("warps") == 12);
+  }
+}
+
+TEST_CASE("key-mask configs: other NVIDIA plans and unmasked gfx12 plans keep the table's config") {
   for (const char* target : {"sm_89", "sm_90"})
     for (bool causal : {false, true}) {
       CAPTURE(target);
