@@ -271,7 +271,9 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   const unsigned q_smem = smem_base;
   const unsigned stages_smem = smem_base + SJ_Q_TILE_BYTES;
 
-  const int keys = sj_keys_to_visit(q0, SJ_BLOCK_M, p.seq_kv, SJ_CAUSAL);
+  // The rows that read keys end at the padded length (an idle third warpgroup's rows do not count):
+  // every tile loaded is then waited for by some warpgroup, so no copy is in flight when the CTA exits.
+  const int keys = sj_keys_to_visit(q0, min(SJ_BLOCK_M, p.seq_q_pad - q0), p.seq_kv, SJ_CAUSAL);
   const int tiles = (keys + SJ_BLOCK_N - 1) / SJ_BLOCK_N;
   // Causal: this warpgroup's rows see keys < wg_q0 + 64 only; its later tiles are skipped (a
   // warpgroup-uniform decision, as wgmma needs all four warps).
