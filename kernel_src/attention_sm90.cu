@@ -67,7 +67,10 @@
 // one-warpgroup CTAs. A per-tile CTA barrier would put their phases in step (all three on the tensor
 // pipe, then all three in the softmax), so with tensor copies a stage is released by counting: each
 // warp that has finished with a tile adds one to its stage's counter, and the last one refills the
-// stage with the tile STAGES ahead. The warpgroups then drift apart by up to STAGES - 1 tiles.
+// stage with the tile STAGES ahead. The warpgroups then drift apart by up to STAGES - 1 tiles. This
+// rests on every warpgroup reading a prefix of the key tiles (0 .. its wg_tiles - 1: causal
+// warpgroups stop early, none starts late), so that whoever reads tile t + STAGES also read tile t and
+// the refill is never missed; a key range with a lower bound per warpgroup would need another scheme.
 #define SJ_RELEASE_COUNT (SJ_TMA && SJ_WARPGROUPS == 3)
 
 // The end of both softmax forms: the row sums into l (rescaled by alpha), and the probabilities
@@ -280,10 +283,11 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   const int wg_keys = sj_keys_to_visit(wg_q0, 64, p.seq_kv, SJ_CAUSAL);
   const int wg_tiles = wg_active ? (wg_keys + SJ_BLOCK_N - 1) / SJ_BLOCK_N : 0;
 
-  // Q (in the first commit group, with tile 0), then the first STAGES - 1 key tiles. Q rows past the
-  // padded length cannot occur (BLOCK_M divides SJ_SEQ_PAD), nor can key tiles past it.
+  // Q (in the first commit group, with tile 0), then the first STAGES - 1 key tiles (all STAGES when
+  // stages are released by counting). Key tiles past the padded length cannot occur, nor can Q rows
+  // with one or two warpgroups (their BLOCK_M divides SJ_SEQ_PAD).
 #if SJ_WARPGROUPS == 3
-  // Only the rows inside the padded length are loaded.
+  // Three: only the rows inside the padded length are loaded (an idle warpgroup's Q is never read).
 #pragma unroll
   for (int w = 0; w < 3; ++w)
     if (q0 + 64 * w < p.seq_q_pad)
