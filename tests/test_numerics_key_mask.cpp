@@ -116,7 +116,7 @@ Inputs make_inputs(const Case& c, std::mt19937_64& rng) {
 
 // How many valid keys row i of batch item b and query head h sees (causal: among keys 0..i).
 std::int64_t valid_keys(const Case& c, const KeyMaskView& mask, std::int64_t b, std::int64_t h, std::int64_t i) {
-  const std::int64_t keys = c.options.causal ? std::min(i + 1, c.seq_kv) : c.seq_kv;
+  const std::int64_t keys = sj_keys_to_visit(static_cast<int>(i), 1, static_cast<int>(c.seq_kv), c.options.causal);
   std::int64_t count = 0;
   for (std::int64_t n = 0; n < keys; ++n) count += key_masked(mask, b, n, h) ? 0 : 1;
   return count;
@@ -124,7 +124,7 @@ std::int64_t valid_keys(const Case& c, const KeyMaskView& mask, std::int64_t b, 
 
 // Does row i of batch item b and query head h see any valid key (causal: among keys 0..i)?
 bool row_has_valid_key(const Case& c, const KeyMaskView& mask, std::int64_t b, std::int64_t h, std::int64_t i) {
-  const std::int64_t keys = c.options.causal ? std::min(i + 1, c.seq_kv) : c.seq_kv;
+  const std::int64_t keys = sj_keys_to_visit(static_cast<int>(i), 1, static_cast<int>(c.seq_kv), c.options.causal);
   for (std::int64_t n = 0; n < keys; ++n)
     if (!key_masked(mask, b, n, h)) return true;
   return false;

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "common/online_softmax.h"
 #include "dev/numerics/metrics.hpp"
 #include "dev/numerics/random_fill.hpp"
 #include "dev/numerics/reference.hpp"
@@ -129,7 +130,7 @@ inline void check_varlen_against_fp64(const VarlenCase& c, const VarlenTensors& 
         for (std::int64_t n = 0; n < length_q; ++n) {
           const double got = lse[static_cast<std::size_t>(h * t.total_q + start_q + n)];
           const double want = ref.lse[static_cast<std::size_t>(h * length_q + n)];
-          const std::int64_t keys = c.causal ? std::min(n + 1, length_k) : length_k;  // top-left causal
+          const std::int64_t keys = sj_keys_to_visit(static_cast<int>(n), 1, static_cast<int>(length_k), c.causal);
           const double error = std::isfinite(got) ? std::abs(got - want) : 1e30;
           const double bound = lse_error_bound(keys, /*smooth_k=*/true);
           if (bound - error < least_margin) {
