@@ -27,10 +27,16 @@ std::vector<TileConfig> configs_for(const Gpu& gpu) {
   if (gpu.target.rfind("sm_", 0) != 0) return configs;
   for (int pv_fp16 : {0, 1})
     configs.push_back({{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 64}, {"stages", 2}, {"pv_fp16", pv_fp16}});
-  if (gpu.target == "sm_90")
+  if (gpu.target == "sm_90") {
     for (int tma : {0, 1})
       configs.push_back({{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2}, {"pv_fp16", 0},
                          {"wgmma", 1}, {"tma", tma}, {"min_blocks", 3}});
+    // Three warpgroups sharing each tile, running free and taking turns (a tile without a valid key
+    // passes its turns on).
+    for (int ring : {0, 1, 3})
+      configs.push_back({{"warps", 12}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2}, {"pv_fp16", 0},
+                         {"wgmma", 1}, {"tma", 1}, {"min_blocks", 1}, {"ring", ring}});
+  }
   return configs;
 }
 
@@ -168,9 +174,12 @@ TEST_CASE("GPU key masks: small masked calls (sanitizer-sized)") {
   const auto gpu = gpu_or_skip();
   if (!gpu) return;
   std::vector<TileConfig> configs{TileConfig{}};
-  if (gpu->target == "sm_90")
+  if (gpu->target == "sm_90") {
     configs.push_back({{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2}, {"pv_fp16", 0},
                        {"wgmma", 1}, {"tma", 1}, {"min_blocks", 3}});
+    configs.push_back({{"warps", 12}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2}, {"pv_fp16", 0},
+                       {"wgmma", 1}, {"tma", 1}, {"min_blocks", 1}, {"ring", 3}});
+  }
   for (const TileConfig& config : configs) {
     Case c;
     c.batch = 2;
