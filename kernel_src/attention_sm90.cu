@@ -19,7 +19,7 @@
 //
 // Grid: (ceil(Nq / BLOCK_M), Hq, B); causal grids run the heaviest query blocks first.
 // Defines: SJ_HEAD_DIM (64|128; 256 runs attention_sm80), SJ_WARPS (4|8|12: one to three warpgroups), SJ_BLOCK_N (64|128), SJ_STAGES (2|3), SJ_DTYPE,
-// SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS, SJ_TMA (0|1), SJ_RING (0|1|2, below), SJ_KEY_MASK (optional, 1: a key mask,
+// SJ_CAUSAL, SJ_WRITE_LSE, SJ_MIN_BLOCKS, SJ_TMA (0|1), SJ_KEY_MASK (optional, 1: a key mask,
 // docs/NUMERICS.md "Key masks", SjKeyMask as the last kernel argument: the key bias prepare wrote is
 // added to every score, a key tile without a valid key is not computed (it is still copied, so
 // every stage's phases stay in step), and a row without any valid key writes 0). SJ_HEAD_DIM is the kernel head dim; out gets the call's
@@ -72,38 +72,6 @@
 // warpgroups stop early, none starts late), so that whoever reads tile t + STAGES also read tile t and
 // the refill is never missed; a key range with a lower bound per warpgroup would need another scheme.
 #define SJ_RELEASE_COUNT (SJ_TMA && SJ_WARPGROUPS == 3)
-
-#ifndef SJ_RING
-#define SJ_RING 0
-#endif
-#if SJ_RING && !SJ_RELEASE_COUNT
-#error "SJ_RING orders the wgmma issues of three warpgroups released by counting (SJ_WARPS 12, SJ_TMA 1)"
-#endif
-#if SJ_RING
-// The three warpgroups issue their wgmma groups in turn, 0 -> 1 -> 2 -> 0 (SJ_RING 1: both the QK and
-// the PV group of each tile, so the tensor pipe runs QK0 QK1 QK2 PV0 PV1 PV2 while each warpgroup's
-// softmax falls between its two turns; SJ_RING 2: the QK groups only). Free-running warpgroups
-// contend for the tensor pipe at the same moments and stay in step (all three in wgmma, then all
-// three in the softmax); a fixed order spreads them, as FlashAttention-3's ping-pong does for two.
-// Turn k of a warpgroup waits on named barrier 1 + wg (its own 128 threads plus the predecessor's
-// 128 arriving) and, once issued, arrives on its successor's. Every warpgroup takes every turn of
-// the CTA's `tiles` (one that has no work in a tile, past its causal end or idle, or a tile without
-// a valid key, passes its turns on at once), so the counts match: warpgroup 0's first turn waits for
-// no one and warpgroup 2's last turn releases no one.
-// SJ_RING 3 staggers them instead: the turns go 0 -> 2 -> 1 -> 0 and warpgroup 2 starts with an
-// empty turn, so the pipe runs QK0 PV2 QK1 PV0 QK2 PV1 (PV2 of the previous tile): each warpgroup's
-// softmax has the two wgmma groups of the others to hide behind, and the three softmaxes (and their
-// exp2 on the shared special-function unit) follow one another instead of running at once.
-// Warpgroup 0 ends with an empty turn, so that the chain of turns ends with warpgroup 2's last PV.
-#define SJ_RING_TURNS_PER_TILE (SJ_RING == 2 ? 1 : 2)
-#define SJ_RING_SUCCESSOR(wg) (SJ_RING == 3 ? ((wg) + 2) % 3 : ((wg) + 1) % 3)
-SJ_DEVICE void sj_sm90_ring_wait(int wg, int turn) {
-  if (wg != 0 || turn != 0) sj_named_barrier_sync(1 + wg, 256);
-}
-SJ_DEVICE void sj_sm90_ring_pass(int wg, int turn, int last_turn) {
-  if (wg != 2 || turn != last_turn) sj_named_barrier_arrive(1 + SJ_RING_SUCCESSOR(wg), 256);
-}
-#endif
 
 // The end of both softmax forms: the row sums into l (rescaled by alpha), and the probabilities
 // `value` packed as e4m3 into the PV wgmma's register A fragments.
@@ -369,15 +337,6 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
                          : 0;
 #endif
   const unsigned wg_q_smem = q_smem + wg * 64 * SJ_D;
-#if SJ_RING
-  const int last_turn = SJ_RING_TURNS_PER_TILE * tiles - 1;
-#if SJ_RING == 3
-  if (wg == 2 && tiles > 0) {  // the leading empty turn (after warpgroup 0's first QK)
-    sj_named_barrier_sync(1 + wg, 256);
-    sj_named_barrier_arrive(1 + SJ_RING_SUCCESSOR(wg), 256);
-  }
-#endif
-#endif
 
   float o[SJ_O_REGS];
 #pragma unroll
@@ -393,24 +352,11 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     for (int kg = 0; kg < SJ_BLOCK_N / SJ_QUANT_BLOCK; ++kg) qk_scale[kg] = q_scale * k_scale[first_key / SJ_QUANT_BLOCK + kg];
 
 #if SJ_RELEASE_COUNT
-    const bool reads_tile = tile < wg_tiles;
-#if !SJ_RING
-    if (!reads_tile) break;  // this warpgroup reads no later tile (nor counts one)
-#endif
-    bool tile_visible = reads_tile;
-    if (reads_tile) {
-      sj_mbarrier_wait(full_bar + 8 * stage, (unsigned)(tile / SJ_STAGES) & 1u);
+    if (tile >= wg_tiles) break;  // this warpgroup reads no later tile (nor counts one)
+    sj_mbarrier_wait(full_bar + 8 * stage, (unsigned)(tile / SJ_STAGES) & 1u);
+    bool tile_visible = true;
 #if SJ_KEY_MASK
-      tile_visible = sj_sm90_tile_has_valid_key(key_bias, first_key, lane);
-#endif
-    }
-#if SJ_RING
-    if (!tile_visible)  // nothing to issue: pass this tile's turns on
-#pragma unroll
-      for (int k = 0; k < SJ_RING_TURNS_PER_TILE; ++k) {
-        sj_sm90_ring_wait(wg, SJ_RING_TURNS_PER_TILE * tile + k);
-        sj_sm90_ring_pass(wg, SJ_RING_TURNS_PER_TILE * tile + k, last_turn);
-      }
+    tile_visible = sj_sm90_tile_has_valid_key(key_bias, first_key, lane);
 #endif
     if (tile_visible) {
 #elif SJ_TMA
@@ -448,13 +394,7 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     const unsigned k_smem = stages_smem + stage * SJ_STAGE_BYTES;
     const unsigned v_smem = k_smem + SJ_K_TILE_BYTES;
 
-#if SJ_RING
-    sj_sm90_ring_wait(wg, SJ_RING_TURNS_PER_TILE * tile);
-#endif
     sj_sm90_issue_qk(s_acc, wg_q_smem, k_smem);
-#if SJ_RING
-    sj_sm90_ring_pass(wg, SJ_RING_TURNS_PER_TILE * tile, last_turn);
-#endif
     sj_wgmma_wait<0>();
     sj_wgmma_fence_operands(s_acc);
 
@@ -474,16 +414,10 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
 
     // ---- O = O * alpha + P V (fresh fp32 accumulator per tile) ----
     float pv[SJ_O_REGS];
-#if SJ_RING == 1 || SJ_RING == 3
-    sj_sm90_ring_wait(wg, 2 * tile + 1);
-#endif
     sj_wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < SJ_PV_STEPS; ++kk) sj_wgmma_pv(pv, p_frag[kk], sj_sm90_desc(v_smem + 32 * kk, SJ_BLOCK_N), kk > 0);
     sj_wgmma_commit();
-#if SJ_RING == 1 || SJ_RING == 3
-    sj_sm90_ring_pass(wg, 2 * tile + 1, last_turn);
-#endif
     sj_wgmma_wait<0>();
     sj_wgmma_fence_operands(pv);
 #pragma unroll
@@ -492,7 +426,7 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     }  // tile_visible
     // This warp's wgmma reads of the stage are complete (the waits above): count it; the last of the
     // tile's readers refills the stage.
-    if (reads_tile && lane == 0) {
+    if (lane == 0) {
       const int readers = 4 * ((tile < wg_tiles_of[0]) + (tile < wg_tiles_of[1]) + (tile < wg_tiles_of[2]));
       __threadfence_block();  // this warp's reads of the stage before its count
       if (atomicAdd(&sj_released[stage], 1) == readers - 1) {
@@ -509,12 +443,6 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   }
 #if !SJ_TMA
   sj_cp_async_wait<0>();
-#endif
-#if SJ_RING == 3
-  if (wg == 0 && tiles > 0) {  // the trailing empty turn (before warpgroup 2's last PV)
-    sj_named_barrier_sync(1 + wg, 256);
-    sj_named_barrier_arrive(1 + SJ_RING_SUCCESSOR(wg), 256);
-  }
 #endif
 
   // ---- epilogue: O / l * sv in the input dtype; LSE ----

@@ -230,11 +230,6 @@ TEST_CASE("GPU attention: small shapes (sanitizer-sized)") {
           three["warps"] = 12;
           three["min_blocks"] = 1;
           check_attention(*gpu, c, three, static_cast<std::uint64_t>(seed++), emulator_only);
-          if (tma == 1)  // ... taking turns at the tensor pipe (the idle third passes its turns on)
-            for (int ring : {1, 3}) {
-              three["ring"] = ring;
-              check_attention(*gpu, c, three, static_cast<std::uint64_t>(seed++), emulator_only);
-            }
         }
     }
 }
@@ -291,32 +286,6 @@ TEST_CASE("GPU attention: wgmma kernel (sm_90), quality, features and odd length
         const Case odd = gqa_lengths_case(nq, nk, causal_case, (seed % 2) == 0);
         check_attention(*gpu, odd, wgmma(4 * (1 + seed % 3), seed % 2 == 0 ? 64 : 128, 2), seed, emulator_only);
         ++seed;
-      }
-
-    // Three warpgroups taking turns at the tensor pipe (ring 1: QK and PV issues, 2: QK only, 3: QK
-    // and PV staggered, with empty turns at both ends): every
-    // tile shape, causal warpgroups that stop early, idle warpgroups past the padded rows, odd lengths.
-    if (tma == 1)
-      for (int ring : {1, 2, 3}) {
-        const auto ringed = [&](int block_n, int stages) {
-          TileConfig config = wgmma(12, block_n, stages);
-          config["ring"] = ring;
-          return config;
-        };
-        for (int block_n : {64, 128}) {
-          c.attention = ringed(block_n, block_n == 64 ? 3 : 2);
-          c.seed = seed++;
-          check_attention(*gpu, c, issue_thresholds);
-        }
-        check_attention(*gpu, causal_fp16_lse_case(), ringed(128, 2), seed++, quality);
-        check_attention(*gpu, gqa_nhd_causal_case(), ringed(64, 3), seed++, emulator_only);
-        check_attention(*gpu, tall_causal_case(), ringed(128, 3), seed++, emulator_only);
-        for (const auto& [nq, nk] : lengths)
-          for (bool causal_case : {false, true}) {
-            const Case odd = gqa_lengths_case(nq, nk, causal_case, (seed % 2) == 0);
-            check_attention(*gpu, odd, ringed(seed % 2 == 0 ? 64 : 128, 2), seed, emulator_only);
-            ++seed;
-          }
       }
   }
 }

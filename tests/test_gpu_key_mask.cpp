@@ -31,11 +31,11 @@ std::vector<TileConfig> configs_for(const Gpu& gpu) {
     for (int tma : {0, 1})
       configs.push_back({{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2}, {"pv_fp16", 0},
                          {"wgmma", 1}, {"tma", tma}, {"min_blocks", 3}});
-    // Three warpgroups sharing each tile, running free and taking turns (a tile without a valid key
-    // passes its turns on).
-    for (int ring : {0, 1, 3})
-      configs.push_back({{"warps", 12}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2}, {"pv_fp16", 0},
-                         {"wgmma", 1}, {"tma", 1}, {"min_blocks", 1}, {"ring", ring}});
+    // Three warpgroups sharing each tile (stages released by counting; a tile without a valid key is
+    // still counted): the form of the table's 32k and 16k-causal entries, which masked calls are
+    // narrowed away from (attention_sm90_desc.cpp, sm90_table_config_for) but may ask for explicitly.
+    configs.push_back({{"warps", 12}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2}, {"pv_fp16", 0},
+                       {"wgmma", 1}, {"tma", 1}, {"min_blocks", 1}});
   }
   return configs;
 }
@@ -174,12 +174,9 @@ TEST_CASE("GPU key masks: small masked calls (sanitizer-sized)") {
   const auto gpu = gpu_or_skip();
   if (!gpu) return;
   std::vector<TileConfig> configs{TileConfig{}};
-  if (gpu->target == "sm_90") {
+  if (gpu->target == "sm_90")
     configs.push_back({{"warps", 4}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2}, {"pv_fp16", 0},
                        {"wgmma", 1}, {"tma", 1}, {"min_blocks", 3}});
-    configs.push_back({{"warps", 12}, {"rows_per_warp", 16}, {"block_n", 128}, {"stages", 2}, {"pv_fp16", 0},
-                       {"wgmma", 1}, {"tma", 1}, {"min_blocks", 1}, {"ring", 3}});
-  }
   for (const TileConfig& config : configs) {
     Case c;
     c.batch = 2;

@@ -26,8 +26,7 @@ namespace {
 // sm_90's shipped table with an entry for every bf16 D128 call (its sequences up to 8192) and the
 // prepare default changed: such a call gets these configs.
 const TileConfig overlay_attention = {{"block_n", 64}, {"min_blocks", 1}, {"pv_fp16", 0}, {"rows_per_warp", 16},
-                                      {"stages", 2},   {"tma", 1},        {"warps", 4},   {"wgmma", 1},
-                                      {"ring", 0}};
+                                      {"stages", 2},   {"tma", 1},        {"warps", 4},   {"wgmma", 1}};
 const TileConfig overlay_prepare = {{"threads", 128}};
 
 void write_overlay(const std::filesystem::path& path) {

@@ -105,17 +105,6 @@ TEST_CASE("attention_sm90 rejects what it cannot run, naming the parameter") {
   CHECK(reason(c).find("tma 2") != std::string::npos);
   c["tma"] = 1;
   CHECK(reason(c).empty());
-  // The wgmma issue order (ring) is one of three warpgroups that share tensor-copied tiles.
-  c["ring"] = 1;
-  CHECK(reason(c).find("ring 1") != std::string::npos);  // one warpgroup
-  c = wgmma_config(12, 128, 2, 1);
-  c["ring"] = 2;
-  CHECK(reason(c).find("tma 0") != std::string::npos);  // three warpgroups, cp.async
-  c["tma"] = 1;
-  CHECK(reason(c).empty());
-  c["ring"] = 4;
-  CHECK(reason(c).find("ring 4 is not one of [0, 1, 2, 3]") != std::string::npos);
-  CHECK_FALSE(check_kernel_config(kernel_by_name("attention_sm80"), TileConfig{{"ring", 1}}, spec, "sm_90").empty());
   c = wgmma_config(4, 128, 2, 1);
   c["tile"] = 1;
   CHECK(reason(c).find("unknown attention_sm90 parameter \"tile\"") != std::string::npos);

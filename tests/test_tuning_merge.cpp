@@ -40,12 +40,12 @@ Json shipped(const std::string& name) {
 }
 
 const std::vector<int> block_ns = {32, 64, 128}, warps = {4, 8}, rows = {16, 32}, stages = {1, 2}, pv = {0, 1},
-                       wgmma = {0, 1}, min_blocks = {1, 3}, tma = {0, 1}, ring = {0, 1, 2};
+                       wgmma = {0, 1}, min_blocks = {1, 3}, tma = {0, 1};
 int pick(const std::vector<int>& values) { return values[random_in(0, static_cast<int>(values.size()) - 1)]; }
 
 Json random_config() {
   return {{"block_n", pick(block_ns)}, {"warps", pick(warps)}, {"rows_per_warp", pick(rows)}, {"stages", pick(stages)}, {"pv_fp16", pick(pv)},
-          {"wgmma", pick(wgmma)}, {"min_blocks", pick(min_blocks)}, {"tma", pick(tma)}, {"ring", pick(ring)}};
+          {"wgmma", pick(wgmma)}, {"min_blocks", pick(min_blocks)}, {"tma", pick(tma)}};
 }
 
 Json problem_for(int i) {

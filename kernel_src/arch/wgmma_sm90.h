@@ -107,16 +107,6 @@ SJ_DEVICE void sj_tma_prefetch_map(const void* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
 }
 
-// ---- Named barriers (ids 1..15; 0 is __syncthreads) ----------------------------------------------
-// `threads` (a multiple of 32) take part in a phase: bar.sync waits for it, bar.arrive only counts,
-// so a warpgroup can release another without waiting for it.
-SJ_DEVICE void sj_named_barrier_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-SJ_DEVICE void sj_named_barrier_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
 // ---- Atoms (operand lists written out: inline asm needs literal strings) -------------------------
 // S(+)= A(64x32 s8, smem) * B(32x64 s8, smem)^T-as-K-major; accumulate = 0 overwrites S.
 SJ_DEVICE void sj_wgmma_s8_n64(int (&d)[32], unsigned long long desc_a, unsigned long long desc_b, int accumulate) {

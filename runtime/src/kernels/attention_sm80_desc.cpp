@@ -72,8 +72,7 @@ extern const KernelDesc attention_sm80_kernel{
                {"stages", {1, 2, 3}, 2, "SJ_STAGES"},
                {"pv_fp16", {0, 1}, 0, "SJ_PV_FP16"},
                {"min_blocks", {1, 2, 3, 4}, 1, "SJ_MIN_BLOCKS"},
-               {"tma", {0}, 0, ""},   // the sm_90 space's K/V loader switch of attention_sm90: cp.async only here
-               {"ring", {0}, 0, ""}},  // attention_sm90's wgmma issue order of three warpgroups: none here
+               {"tma", {0}, 0, ""}},  // the sm_90 space's K/V loader switch of attention_sm90: cp.async only here
     .check_resources = sm80_resources,
     .geometry = sm80_geometry,
     .v_input = sm80_v_input,

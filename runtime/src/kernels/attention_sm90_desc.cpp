@@ -12,8 +12,6 @@
 //   tma          0 | 1   (K and V tiles by cp.async from every thread, or by the tensor copy engine:
 //                         thread 0 issues two copies per tile on the stage's mbarrier; the tensor
 //                         maps are the kernel's second argument, encoded here for each launch)
-//   ring         0 | 1 | 2 (three warpgroups with tma 1 only: 1 issues the warpgroups' QK and PV wgmma
-//                         groups in turn, 2 their QK groups only; 0 lets them run free)
 #include <algorithm>
 #include <cstring>
 
@@ -46,10 +44,6 @@ std::string sm90_resources(const TileConfig& config, const Specialization& spec,
                        "and reads rows of at most 128 bytes; use wgmma=0 (attention_sm80)",
                        spec.head_dim, sm90_max_head_dim);
   const int warps = config.at("warps"), min_blocks = config.at("min_blocks");
-  if (config.at("ring") != 0 && (warps != 12 || config.at("tma") != 1))
-    return fmt::format("ring {} orders the wgmma issues of three warpgroups that share tensor-copied tiles: it needs "
-                       "warps 12 and tma 1 (got warps {}, tma {})",
-                       config.at("ring"), warps, config.at("tma"));
   // The register file shared by min_blocks CTAs must hold what is live per thread: O (D / 2), then
   // either the score accumulators (BLOCK_N / 2) or the fresh PV accumulator (D / 2), the packed P
   // (BLOCK_N / 8) and ~24 for addresses and the softmax state; below that ptxas spills heavily (NVRTC 13:
@@ -95,15 +89,15 @@ std::size_t sm90_tensor_maps(const Device& device, const TileConfig& config, con
   return sizeof(maps);
 }
 
-// The tables' three-warpgroup configs were measured on unmasked calls, and that form's masked path
-// (key masks, varlen) has not run on a GPU yet: a masked call of such a table entry runs the
-// one-warpgroup form at three CTAs per SM, whose masked path the GPU tests cover.
+// The tables' three-warpgroup configs were measured on unmasked calls only, and that form's masked
+// path has been checked less (test_gpu_key_mask with an explicit three-warpgroup config, on an H100;
+// not the varlen tests nor compute-sanitizer): a masked call of such a table entry runs the
+// one-warpgroup form at three CTAs per SM, which every masked GPU test and the sanitizer runs cover.
 TileConfig sm90_table_config_for(const TileConfig& config, const Specialization& spec) {
   TileConfig fitted = config;
   if (spec.key_mask && fitted.at("warps") == 12) {
     fitted["warps"] = 4;
     fitted["min_blocks"] = 3;
-    fitted["ring"] = 0;  // the issue order of three warpgroups
   }
   return fitted;
 }
@@ -130,8 +124,7 @@ extern const KernelDesc attention_sm90_kernel{
                {"pv_fp16", {0}, 0, ""},
                {"min_blocks", {1, 2, 3, 4, 5}, 1, "SJ_MIN_BLOCKS"},
                {"wgmma", {1}, 1, ""},
-               {"tma", {0, 1}, 0, "SJ_TMA"},
-               {"ring", {0, 1, 2, 3}, 0, "SJ_RING"}},
+               {"tma", {0, 1}, 0, "SJ_TMA"}},
     .check_resources = sm90_resources,
     .geometry = sm90_geometry,
     // e4m3 V in the sm80 kernel's permuted key order (the wgmma kernel reads the same prepare output).
