@@ -32,7 +32,7 @@ BRANCH = re.compile(r"^(?:@!?U?P[T0-9]+\s+)?BRA(?:\.\S+)?\s+(?:P\d+,\s+)?(0x[0-9
 
 
 def find_nvcc():
-    """nvcc on PATH, else in $CUDA_HOME/bin, else in /usr/local/cuda/bin (the runtime's toolkit rule)."""
+    """nvcc on PATH, else in $CUDA_HOME/bin, else in /usr/local/cuda/bin."""
     for candidate in (shutil.which("nvcc"), os.path.join(os.environ.get("CUDA_HOME", ""), "bin", "nvcc"),
                       "/usr/local/cuda/bin/nvcc"):
         if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
@@ -54,13 +54,16 @@ def find_cuobjdump():
 
 
 def compile_kernel(args, workdir):
+    # The defines the runtime renders for such a config (jit/kernel_config.cpp kernel_defines): written
+    # out here because --source compiles a copy of the kernel, not the library's embedded one.
     defines = {"SJ_HEAD_DIM": args.head_dim, "SJ_WARPS": args.warps, "SJ_BLOCK_N": args.block_n,
                "SJ_STAGES": args.stages, "SJ_DTYPE": 0, "SJ_CAUSAL": int(args.causal),
                "SJ_WRITE_LSE": int(args.causal), "SJ_MIN_BLOCKS": args.min_blocks, "SJ_TMA": args.tma}
     if args.key_mask:
         defines["SJ_KEY_MASK"] = 1
     cubin = os.path.join(workdir, "kernel.cubin")
-    command = [find_nvcc(), "-gencode", "arch=compute_90a,code=sm_90a", "-cubin", "-o", cubin, "-I", os.path.dirname(os.path.abspath(args.source)),
+    include_root = os.path.dirname(os.path.abspath(args.source))
+    command = [find_nvcc(), "-gencode", "arch=compute_90a,code=sm_90a", "-cubin", "-o", cubin, "-I", include_root,
                "-x", "cu", args.source, "-Xptxas", "-v"] + [f"-D{k}={v}" for k, v in defines.items()]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
@@ -76,8 +79,7 @@ def disassemble(cubin):
     if result.returncode != 0 or not result.stdout.strip():
         sys.exit(f"{cuobjdump} -sass failed (is nvdisasm beside it or on PATH? pip install nvidia-cuda-nvdisasm):\n"
                  f"{result.stderr}")
-    sass = result.stdout
-    return [(int(m.group(1), 16), m.group(2)) for m in map(INSTRUCTION.match, sass.splitlines()) if m]
+    return [(int(m.group(1), 16), m.group(2)) for m in map(INSTRUCTION.match, result.stdout.splitlines()) if m]
 
 
 def opcode(text):
