@@ -8,6 +8,9 @@
 # <gpu-test>: memcheck:<test>[:<filter>] and racecheck:<test>[:<filter>] run it under compute-sanitizer.
 # BEFORE=<source-tree>: also build that tree's bench_attention and time it in every round, just before
 # <source-tree> (columns "before <config>"): a same-run comparison of two kernel sources.
+# VARIANTS="<name>=<kernel_src-dir> ...": also time <source-tree> with each directory in place of its
+# kernel_src/ (columns "<name> <config>"): the library embeds the kernels, so each variant is one
+# incremental rebuild of bench_attention (after the GPU tests, which keep <source-tree>'s kernels).
 # SHAPES (default: bench_attention's anchor shapes of issue 23), ITERATIONS (default 10).
 # Writes bench-<round>.json per round, one log per test, and compare.md: TOPS per shape and config
 # (median of the rounds, each round in brackets) with each config's cos against fp64.
@@ -58,6 +61,23 @@ for t in "${tests[@]}"; do
   stage "$t rc=$? ($(grep -E '^\[doctest\] (test cases|assertions)' "$log" | tr '\n' ' '))"
 done
 
+# The variants' bench_attention binaries: the tree's kernel_src/ swapped for each, rebuilt, restored.
+variant_names=()
+if [[ -n ${VARIANTS:-} ]]; then
+  cp /tmp/sj/bench/bench_attention /tmp/bench_attention-tree
+  mv "$src/kernel_src" "$src/kernel_src.tree"
+  for v in $VARIANTS; do
+    name=${v%%=*} dir=$(realpath "${v#*=}")
+    rm -rf "$src/kernel_src" && cp -r "$dir" "$src/kernel_src"
+    cmake --build /tmp/sj -j "$(nproc)" --target bench_attention >"$out/build-$name.log" 2>&1
+    rc=$?
+    stage "build variant $name rc=$rc"
+    [[ $rc == 0 ]] && cp /tmp/sj/bench/bench_attention "/tmp/bench_attention-$name" && variant_names+=("$name")
+  done
+  rm -rf "$src/kernel_src" && mv "$src/kernel_src.tree" "$src/kernel_src"
+  cp /tmp/bench_attention-tree /tmp/sj/bench/bench_attention
+fi
+
 bench_args=()
 for s in $shapes; do bench_args+=(--shape "$s"); done
 bench_args+=(--config "${configs[@]}")
@@ -70,15 +90,21 @@ for round in $(seq 1 "$rounds"); do
   timeout "$(left)" /tmp/sj/bench/bench_attention "${bench_args[@]}" --iterations "$iterations" \
     >"$out/bench-$round.json" 2>"$out/bench-$round.err"
   stage "bench round $round rc=$?"
+  for name in "${variant_names[@]}"; do
+    SAGEJIT_CACHE_DIR=/tmp/sj-cache-$name timeout "$(left)" "/tmp/bench_attention-$name" "${bench_args[@]}" \
+      --iterations "$iterations" >"$out/bench-$name-$round.json" 2>"$out/bench-$name-$round.err"
+    stage "bench $name round $round rc=$?"
+  done
 done
 
-python3 - "$out" "$rounds" <<'EOF' | tee "$out/compare.md"
+python3 - "$out" "$rounds" "${variant_names[@]}" <<'EOF' | tee "$out/compare.md"
 import json, statistics, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
+out, rounds, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 tops, cos, order = {}, {}, []
 import os
 files = [(f"{out}/bench-before-{r}.json", "before ") for r in range(1, rounds + 1) if os.path.exists(f"{out}/bench-before-{r}.json")]
 files += [(f"{out}/bench-{r}.json", "") for r in range(1, rounds + 1)]
+files += [(f"{out}/bench-{v}-{r}.json", f"{v} ") for v in variants for r in range(1, rounds + 1)]
 for path, tree in files:
     r = path
     try:

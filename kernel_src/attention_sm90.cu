@@ -73,12 +73,24 @@
 // the refill is never missed; a key range with a lower bound per warpgroup would need another scheme.
 #define SJ_RELEASE_COUNT (SJ_TMA && SJ_WARPGROUPS == 3)
 
+// The row sums of a tile's probabilities as four partial sums per row (slot: accumulator column pair
+// parity and element parity), so that a row's 32 adds are four chains of eight rather than one of 32
+// (the order of a tile's sum is free: docs/NUMERICS.md). Element i < 8 starts its slot.
+struct SjSm90RowSums {
+  float part[2][4];
+  SJ_DEVICE void add(int i, float prob) {
+    float& slot = part[(i >> 1) & 1][(i & 1) | ((i >> 1) & 2)];
+    slot = i < 8 ? prob : slot + prob;
+  }
+  SJ_DEVICE float row(int h) const { return (part[h][0] + part[h][1]) + (part[h][2] + part[h][3]); }
+};
+
 // The end of both softmax forms: the row sums into l (rescaled by alpha), and the probabilities
 // `value` packed as e4m3 into the PV wgmma's register A fragments.
-SJ_DEVICE void sj_sm90_finish_softmax(const float (&value)[SJ_S_REGS], const float (&row_sum)[2],
+SJ_DEVICE void sj_sm90_finish_softmax(const float (&value)[SJ_S_REGS], const SjSm90RowSums& row_sum,
                                       const float (&alpha)[2], float (&l)[2], unsigned (&p_frag)[SJ_PV_STEPS][4]) {
-  l[0] = l[0] * alpha[0] + row_sum[0];
-  l[1] = l[1] * alpha[1] + row_sum[1];
+  l[0] = l[0] * alpha[0] + row_sum.row(0);
+  l[1] = l[1] * alpha[1] + row_sum.row(1);
 #pragma unroll
   for (int kk = 0; kk < SJ_PV_STEPS; ++kk)
 #pragma unroll
@@ -127,13 +139,13 @@ SJ_DEVICE void sj_sm90_softmax_masked(const int (&s_acc)[SJ_S_REGS],
     m[h] = m_new;
     m_use[h] = m_new == sj_neg_inf() ? 0.0f : m_new - SJ_P_OFFSET;
   }
-  float row_sum[2] = {0.0f, 0.0f};
+  SjSm90RowSums row_sum;
 #pragma unroll
   for (int i = 0; i < SJ_S_REGS; ++i) {
     const int h = (i >> 1) & 1;
     const float prob = sj_sm80_exp2(value[i] - m_use[h]);  // sj_prob
     value[i] = prob;
-    row_sum[h] += prob;
+    row_sum.add(i, prob);
   }
   sj_sm90_finish_softmax(value, row_sum, alpha, l, p_frag);
 }
@@ -163,11 +175,12 @@ SJ_DEVICE void sj_sm90_load_tile(const SjAttentionParams& p, unsigned stage_smem
 #endif
 
 // S = Q K^T of one key tile for this warpgroup, issued asynchronously (committed as one group).
-SJ_DEVICE void sj_sm90_issue_qk(int (&s)[SJ_S_REGS], unsigned q_smem, unsigned k_smem) {
+// q_desc and k_desc describe the tiles' first 32-byte k-step (sj_sm90_desc_step moves them on).
+SJ_DEVICE void sj_sm90_issue_qk(int (&s)[SJ_S_REGS], unsigned long long q_desc, unsigned long long k_desc) {
   sj_wgmma_fence();
 #pragma unroll
   for (int ks = 0; ks < SJ_QK_STEPS; ++ks)
-    sj_wgmma_qk(s, sj_sm90_desc(q_smem + 32 * ks, SJ_D), sj_sm90_desc(k_smem + 32 * ks, SJ_D), ks > 0);
+    sj_wgmma_qk(s, sj_sm90_desc_step(q_desc, 32 * ks), sj_sm90_desc_step(k_desc, 32 * ks), ks > 0);
   sj_wgmma_commit();
 }
 
@@ -175,9 +188,10 @@ SJ_DEVICE void sj_sm90_issue_qk(int (&s)[SJ_S_REGS], unsigned q_smem, unsigned k
 // 1-6), leaving P in e4m3 as the register A operand of the PV wgmma (k32 step kk = n8 blocks
 // 4kk..4kk+3, in the sm80 slot order of V). Per score: an exact int -> float (one I2FP.F32.S32,
 // an ALU-pipe instruction on sm_90, where the 1.5 * 2^23 magic number took an IADD and an FADD:
-// |dot| < 2^22), a max, one FFMA dot * scale - (m - offset), ex2 and the row sum. The tile
-// max is taken on the unscaled dots of each 32-key scale group and scaled once per group (scales are
-// positive and rounding is monotone, so it equals the max of the rounded scores).
+// |dot| < 2^22), a share of the max, one FFMA dot * scale - (m - offset), ex2 and the row sum. The
+// tile max is taken on the unscaled dots of each 32-key scale group and scaled once per group (scales
+// are positive and rounding is monotone, so it equals the max of the rounded scores); on unmasked
+// tiles on the int32 dots themselves, three per instruction.
 template <bool kMask>
 SJ_DEVICE void sj_sm90_softmax(const int (&s_acc)[SJ_S_REGS], const float (&qk_scale)[SJ_BLOCK_N / SJ_QUANT_BLOCK],
                                int row, int first_key, int seq_kv, int lane, float (&m)[2], float (&l)[2],
@@ -185,18 +199,36 @@ SJ_DEVICE void sj_sm90_softmax(const int (&s_acc)[SJ_S_REGS], const float (&qk_s
   constexpr int groups = SJ_BLOCK_N / SJ_QUANT_BLOCK;  // 16 accumulator registers per group
   float value[SJ_S_REGS];
   float group_max[2][groups];
+  if constexpr (kMask) {
 #pragma unroll
-  for (int h = 0; h < 2; ++h)
+    for (int h = 0; h < 2; ++h)
 #pragma unroll
-    for (int k = 0; k < groups; ++k) group_max[h][k] = sj_neg_inf();
+      for (int k = 0; k < groups; ++k) group_max[h][k] = sj_neg_inf();
 #pragma unroll
-  for (int i = 0; i < SJ_S_REGS; ++i) {
-    const int h = (i >> 1) & 1;
-    float dot = (float)s_acc[i];
-    if (kMask && !sj_key_visible(row + 8 * h, first_key + sj_sm90_acc_col(lane, i), seq_kv, SJ_CAUSAL))
-      dot = sj_neg_inf();  // times a zero scale gives NaN, which fmaxf below ignores
-    value[i] = dot;
-    group_max[h][i >> 4] = fmaxf(group_max[h][i >> 4], dot);
+    for (int i = 0; i < SJ_S_REGS; ++i) {
+      const int h = (i >> 1) & 1;
+      float dot = (float)s_acc[i];
+      if (!sj_key_visible(row + 8 * h, first_key + sj_sm90_acc_col(lane, i), seq_kv, SJ_CAUSAL))
+        dot = sj_neg_inf();  // times a zero scale gives NaN, which fmaxf below ignores
+      value[i] = dot;
+      group_max[h][i >> 4] = fmaxf(group_max[h][i >> 4], dot);
+    }
+  } else {
+    // Every key visible: the group maxima are taken on the int32 dots, three at a time (VIMNMX3),
+    // and converted once: the conversion is exact (|dot| < 2^22) and monotone, so this equals the
+    // max of the converted dots with half the instructions.
+#pragma unroll
+    for (int i = 0; i < SJ_S_REGS; ++i) value[i] = (float)s_acc[i];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int k = 0; k < groups; ++k) {
+        // The group's 8 elements of row h: i = 16 k + 4 j + 2 h + e (j < 4, e < 2).
+        const int* d = s_acc + 16 * k + 2 * h;
+        const int a = __vimax3_s32(d[0], d[1], d[4]);
+        const int b = __vimax3_s32(d[5], d[8], d[9]);
+        group_max[h][k] = (float)__vimax3_s32(a, b, max(d[12], d[13]));
+      }
   }
   float m_use[2];
 #pragma unroll
@@ -212,7 +244,7 @@ SJ_DEVICE void sj_sm90_softmax(const int (&s_acc)[SJ_S_REGS], const float (&qk_s
     // p = exp2(s - (m - offset)); a row with nothing visible yet keeps m = -inf and p = 0.
     m_use[h] = m_new == sj_neg_inf() ? 0.0f : m_new - SJ_P_OFFSET;
   }
-  float row_sum[2] = {0.0f, 0.0f};
+  SjSm90RowSums row_sum;
 #pragma unroll
   for (int i = 0; i < SJ_S_REGS; ++i) {
     const int h = (i >> 1) & 1;
@@ -222,7 +254,7 @@ SJ_DEVICE void sj_sm90_softmax(const int (&s_acc)[SJ_S_REGS], const float (&qk_s
       arg = sj_neg_inf();
     const float prob = sj_sm80_exp2(arg);
     value[i] = prob;
-    row_sum[h] += prob;
+    row_sum.add(i, prob);
   }
   sj_sm90_finish_softmax(value, row_sum, alpha, l, p_frag);
 }
@@ -245,7 +277,8 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
 #endif
   extern __shared__ __align__(1024) unsigned char sj_smem[];
   const int lane = (int)sj_thread_x() & 31, warp = (int)sj_thread_x() >> 5;
-  const int wg = warp >> 2;
+  // (With one warpgroup a constant 0: its Q descriptor is then uniform, not a per-thread value.)
+  const int wg = SJ_WARPGROUPS == 1 ? 0 : warp >> 2;
   const int g = lane >> 2, t = lane & 3;
   [[maybe_unused]] const auto [block, hq, b, hk, q0] = sj_query_block(p, SJ_BLOCK_M, SJ_CAUSAL);
   const int wg_q0 = q0 + 64 * wg;
@@ -336,7 +369,11 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
                          ? (sj_keys_to_visit(q0 + 64 * w, 64, p.seq_kv, SJ_CAUSAL) + SJ_BLOCK_N - 1) / SJ_BLOCK_N
                          : 0;
 #endif
-  const unsigned wg_q_smem = q_smem + wg * 64 * SJ_D;
+  // The wgmma descriptors are built once: a tile's are stage 0's moved by its stage offset, each
+  // k-step's by its 32 bytes (sj_sm90_desc_step), an immediate add instead of a descriptor per wgmma.
+  const unsigned long long q_desc = sj_sm90_desc(q_smem + wg * 64 * SJ_D, SJ_D);
+  const unsigned long long k_desc0 = sj_sm90_desc(stages_smem, SJ_D);
+  const unsigned long long v_desc0 = sj_sm90_desc(stages_smem + SJ_K_TILE_BYTES, SJ_BLOCK_N);
 
   float o[SJ_O_REGS];
 #pragma unroll
@@ -347,9 +384,6 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   for (int tile = 0; tile < tiles; ++tile) {
     const int stage = tile % SJ_STAGES;
     const int first_key = tile * SJ_BLOCK_N;
-    float qk_scale[SJ_BLOCK_N / SJ_QUANT_BLOCK];
-#pragma unroll
-    for (int kg = 0; kg < SJ_BLOCK_N / SJ_QUANT_BLOCK; ++kg) qk_scale[kg] = q_scale * k_scale[first_key / SJ_QUANT_BLOCK + kg];
 
 #if SJ_RELEASE_COUNT
     if (tile >= wg_tiles) break;  // this warpgroup reads no later tile (nor counts one)
@@ -391,10 +425,12 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     if (!sj_sm90_tile_has_valid_key(key_bias, first_key, lane)) continue;
 #endif
 #endif
-    const unsigned k_smem = stages_smem + stage * SJ_STAGE_BYTES;
-    const unsigned v_smem = k_smem + SJ_K_TILE_BYTES;
-
-    sj_sm90_issue_qk(s_acc, wg_q_smem, k_smem);
+    sj_sm90_issue_qk(s_acc, q_desc, sj_sm90_desc_step(k_desc0, stage * SJ_STAGE_BYTES));
+    // The tile's K scales are loaded while its QK^T is on the tensor pipe (the wgmma's memory clobber
+    // keeps the loads below it; above, their latency stalled every tile).
+    float qk_scale[SJ_BLOCK_N / SJ_QUANT_BLOCK];
+#pragma unroll
+    for (int kg = 0; kg < SJ_BLOCK_N / SJ_QUANT_BLOCK; ++kg) qk_scale[kg] = q_scale * k_scale[first_key / SJ_QUANT_BLOCK + kg];
     sj_wgmma_wait<0>();
     sj_wgmma_fence_operands(s_acc);
 
@@ -416,7 +452,8 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     float pv[SJ_O_REGS];
     sj_wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < SJ_PV_STEPS; ++kk) sj_wgmma_pv(pv, p_frag[kk], sj_sm90_desc(v_smem + 32 * kk, SJ_BLOCK_N), kk > 0);
+    for (int kk = 0; kk < SJ_PV_STEPS; ++kk)
+      sj_wgmma_pv(pv, p_frag[kk], sj_sm90_desc_step(v_desc0, stage * SJ_STAGE_BYTES + 32 * kk), kk > 0);
     sj_wgmma_commit();
     sj_wgmma_wait<0>();
     sj_wgmma_fence_operands(pv);

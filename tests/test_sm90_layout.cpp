@@ -70,3 +70,15 @@ TEST_CASE("matrix descriptors: start address, stride of 8-row groups and swizzle
   CHECK(((d64 >> 32) & 0x3FFFull) == 512 / 16);
   CHECK((d64 >> 62) == 2ull);  // 64B swizzle
 }
+
+TEST_CASE("a descriptor moved by sj_sm90_desc_step equals the one built at the moved address") {
+  // Every 16-byte-aligned tile base and offset the kernel can form (shared memory ends at 228 KiB):
+  // the kernel builds its descriptors once and moves them per stage and k-step.
+  constexpr unsigned shared_end = 228u * 1024u;
+  for (unsigned base = 0; base < shared_end; base += 1024u)
+    for (unsigned bytes = 0; base + bytes < shared_end; bytes += 16u * 37u)
+      for (int row_bytes : {64, 128}) {
+        const unsigned long long moved = sj_sm90_desc_step(sj_sm90_desc(base, row_bytes), bytes);
+        REQUIRE(moved == sj_sm90_desc(base + bytes, row_bytes));
+      }
+}

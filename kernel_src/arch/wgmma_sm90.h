@@ -52,6 +52,12 @@ SJ_HOST_DEVICE unsigned long long sj_sm90_desc(unsigned smem_address, int row_by
   return ((unsigned long long)(smem_address >> 4) & 0x3FFFull) | (leading << 16) | (stride << 32) | (mode << 62);
 }
 
+// The descriptor of the tile `bytes` (a multiple of 16) further on: its start address field moves by
+// bytes >> 4. Equal to sj_sm90_desc(smem_address + bytes, row_bytes) while the address stays below
+// 256 KiB (the 14-bit field, 16-byte units, never carries: shared memory ends at 228 KiB), and one
+// add of an immediate where the descriptor is built once.
+SJ_HOST_DEVICE unsigned long long sj_sm90_desc_step(unsigned long long desc, unsigned bytes) { return desc + (bytes >> 4); }
+
 #if defined(SJ_NVIDIA)
 // Orders this thread's earlier generic-proxy shared-memory writes (st.shared, cp.async after its
 // wait) before later async-proxy reads (wgmma operands); a barrier then publishes them to the CTA.
