@@ -8,12 +8,20 @@ several sets so that no call reads the previous call's cached inputs). bf16, HND
 
 Writes anchor-table.md and anchor-table.json under --out. TOPS count 4*B*H*Nq*Nk*D, halved for causal.
 Accuracy: cos and rel-L1 of 256 sampled query rows of heads 0-1 against an fp64 reference.
+
+Power: back-to-back INT8/FP8 attention reaches an H100's 700 W cap within about a second, and the SM
+clock then falls from 1.98 to 1.4-1.8 GHz (bench/results/h100-2026-12-06b-clock-check.md). So each
+implementation starts from an idle GPU (--cooldown-s between them), and the JSON records the SM clock
+and power that nvidia-smi saw while each one was timed (no clock figures without nvidia-smi).
 """
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
+import threading
+import time
 
 import torch
 import torch.nn.functional as F
@@ -78,6 +86,40 @@ def accuracy(out, ref, rows):
     return cos, rel
 
 
+class ClockSampler:
+    """nvidia-smi's SM clock (MHz) and power (W) every 100 ms in a background thread; window(t0, t1)
+    summarises the samples taken between two time.time() stamps (None without nvidia-smi)."""
+
+    def __init__(self):
+        self.samples, self.process = [], None
+        try:
+            self.process = subprocess.Popen(
+                ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits", "-lms", "100",
+                 "-i", str(torch.cuda.current_device())], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        except OSError:
+            return
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            try:
+                clock, power = (float(x) for x in line.split(","))
+            except ValueError:
+                continue
+            self.samples.append((time.time(), clock, power))
+
+    def window(self, t0, t1):
+        inside = [s for s in list(self.samples) if t0 <= s[0] <= t1]
+        if not inside:
+            return None
+        return {"sm_clock_mhz_median": statistics.median(s[1] for s in inside),
+                "sm_clock_mhz_min": min(s[1] for s in inside), "power_w_max": max(s[2] for s in inside)}
+
+    def stop(self):
+        if self.process:
+            self.process.terminate()
+
+
 def input_sets(shape, count, generator):
     batch, heads, tokens, head_dim, _ = shape
     return [tuple(torch.randn(batch, heads, tokens, head_dim, device="cuda", dtype=torch.bfloat16, generator=generator)
@@ -98,6 +140,7 @@ def measure(args):
     impls = make_impls(args.sage)
     generator = torch.Generator(device="cuda").manual_seed(args.seed)
     rows_out = []
+    sampler = ClockSampler()
     for name in args.shapes:
         shape = SHAPES[name]
         causal = shape[4]
@@ -115,13 +158,19 @@ def measure(args):
             out = fn(*sets[0], causal)  # warm-up (sagejit: compile or cache load), accuracy on set 0
             torch.cuda.synchronize()
             cos, rel = accuracy(out, ref, rows)
+            time.sleep(args.cooldown_s)  # every implementation starts below the power cap
+            t0 = time.time()
             ms = tt.do_bench(rotating(fn, sets, causal), warmup=args.warmup_ms, rep=args.rep_ms, return_mode="median")
             entry[impl] = {"ms": ms, "tops": flops(*shape) / (ms * 1e-3) / 1e12, "cos": cos, "rel_l1": rel}
+            clocks = sampler.window(t0, time.time())
+            if clocks:
+                entry[impl].update(clocks)
             print(f"{name:24s} {impl:11s} {ms:9.4f} ms {entry[impl]['tops']:7.1f} TOPS cos {cos:.6f} rel-L1 {rel:.5f}",
                   flush=True)
         rows_out.append(entry)
         del sets, ref
         torch.cuda.empty_cache()
+    sampler.stop()
     return rows_out
 
 
@@ -140,6 +189,10 @@ def table(rows):
         cos = f"{r['sagejit']['cos']:.5f} / {r['sage_sm90']['cos']:.5f}" if "sage_sm90" in r else f"{r['sagejit']['cos']:.5f}"
         lines.append(f"| {label} | {tops('sdpa_flash')} | {tops('sdpa_cudnn')} | {tops('sage_sm90')} | {tops('sagejit')} | "
                      f"{ratio('sagejit', 'sage_sm90')} | {ratio('sagejit', 'sdpa_cudnn')} | {cos} |")
+    clocks = [f"{r['tokens']}{' causal' if r['causal'] else ''}: " + " / ".join(
+        f"{r[i]['sm_clock_mhz_median']:.0f}" for i in IMPLS if i in r and "sm_clock_mhz_median" in r[i]) for r in rows]
+    if any(any("sm_clock_mhz_median" in r.get(i, {}) for i in IMPLS) for r in rows):
+        lines += ["", "Median SM clock (MHz) while each was timed, in the columns' order: " + "; ".join(clocks) + "."]
     return "\n".join(lines)
 
 
@@ -169,6 +222,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--warmup-ms", type=int, default=100)
     parser.add_argument("--rep-ms", type=int, default=500)
+    parser.add_argument("--cooldown-s", type=float, default=3.0, help="idle seconds before timing each implementation")
     parser.add_argument("--command", default=" ".join(sys.argv))
     parser.add_argument("--profile", choices=list(SHAPES))
     args = parser.parse_args()
@@ -188,7 +242,8 @@ def main():
             revision += " with uncommitted changes"
     meta = {"command": args.command, "device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "cuda": torch.version.cuda, "revision": revision or "unknown",
-            "timer": "triton.testing.do_bench median, L2 flushed, rotating inputs", "seed": args.seed}
+            "timer": f"triton.testing.do_bench median, L2 flushed, rotating inputs, {args.cooldown_s:g} s idle before each",
+            "seed": args.seed}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "anchor-table.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)

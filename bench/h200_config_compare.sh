@@ -11,7 +11,9 @@
 # VARIANTS="<name>=<kernel_src-dir> ...": also time <source-tree> with each directory in place of its
 # kernel_src/ (columns "<name> <config>"): the library embeds the kernels, so each variant is one
 # incremental rebuild of bench_attention (after the GPU tests, which keep <source-tree>'s kernels).
-# SHAPES (default: bench_attention's anchor shapes of issue 23), ITERATIONS (default 10).
+# SHAPES (default: bench_attention's anchor shapes of issue 23), ITERATIONS (default 10), WARMUP (untimed
+# calls before them, default 2: a burst; e.g. WARMUP=100 ITERATIONS=200 times configs under the power cap
+# that back-to-back calls reach, as the anchor table's timer does: bench/results/h100-2026-12-06b-clock-check.md).
 # Writes bench-<round>.json per round, one log per test, and compare.md: TOPS per shape and config
 # (median of the rounds, each round in brackets) with each config's cos against fp64.
 set -uo pipefail
@@ -21,7 +23,7 @@ configs=() tests=()
 while [[ $# -gt 0 && $1 != -- ]]; do configs+=("$1"); shift; done
 [[ $# -gt 0 ]] && { shift; tests=("$@"); }
 [[ ${#configs[@]} -gt 0 ]] || { echo "no config to time" >&2; exit 2; }
-rounds=${ROUNDS:-2} iterations=${ITERATIONS:-10} budget=${BUDGET_S:-420}
+rounds=${ROUNDS:-2} iterations=${ITERATIONS:-10} warmup=${WARMUP:-2} budget=${BUDGET_S:-420}
 shapes=${SHAPES:-flux-4608-d128 video-16k-d128 wan-32k-d128 video-16k-d128-causal vae-8k-d64 llm-4k-d128-causal small-1k-d128}
 mkdir -p "$out"
 source "$(dirname "$0")/h200_build.sh"
@@ -84,15 +86,15 @@ bench_args+=(--config "${configs[@]}")
 for round in $(seq 1 "$rounds"); do
   if [[ -n ${BEFORE:-} ]]; then
     SAGEJIT_CACHE_DIR=/tmp/sj-cache-before timeout "$(left)" /tmp/sj-before/bench/bench_attention "${bench_args[@]}" \
-      --iterations "$iterations" >"$out/bench-before-$round.json" 2>"$out/bench-before-$round.err"
+      --warmup "$warmup" --iterations "$iterations" >"$out/bench-before-$round.json" 2>"$out/bench-before-$round.err"
     stage "bench before round $round rc=$?"
   fi
-  timeout "$(left)" /tmp/sj/bench/bench_attention "${bench_args[@]}" --iterations "$iterations" \
+  timeout "$(left)" /tmp/sj/bench/bench_attention "${bench_args[@]}" --warmup "$warmup" --iterations "$iterations" \
     >"$out/bench-$round.json" 2>"$out/bench-$round.err"
   stage "bench round $round rc=$?"
   for name in "${variant_names[@]}"; do
     SAGEJIT_CACHE_DIR=/tmp/sj-cache-$name timeout "$(left)" "/tmp/bench_attention-$name" "${bench_args[@]}" \
-      --iterations "$iterations" >"$out/bench-$name-$round.json" 2>"$out/bench-$name-$round.err"
+      --warmup "$warmup" --iterations "$iterations" >"$out/bench-$name-$round.json" 2>"$out/bench-$name-$round.err"
     stage "bench $name round $round rc=$?"
   done
 done
