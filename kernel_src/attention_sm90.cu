@@ -120,12 +120,13 @@ SJ_DEVICE void sj_sm90_softmax_masked(const int (&s_acc)[SJ_S_REGS],
                                       float (&l)[2], float (&alpha)[2], unsigned (&p_frag)[SJ_PV_STEPS][4]) {
   float value[SJ_S_REGS];
   float tile_max[2] = {sj_neg_inf(), sj_neg_inf()};
+  const SjSm90Visibility visible(row, first_key, seq_kv, SJ_CAUSAL, lane);
 #pragma unroll
   for (int i = 0; i < SJ_S_REGS; ++i) {
     const int h = (i >> 1) & 1;
     const int key = first_key + sj_sm90_acc_col(lane, i);
     float score = sj_masked_score((float)s_acc[i] * qk_scale[i >> 4], key_bias[key]);
-    if (visibility && !sj_key_visible(row + 8 * h, key, seq_kv, SJ_CAUSAL)) score = sj_neg_inf();
+    if (visibility && !visible(i)) score = sj_neg_inf();
     value[i] = score;
     tile_max[h] = fmaxf(tile_max[h], score);
   }
@@ -199,6 +200,7 @@ SJ_DEVICE void sj_sm90_softmax(const int (&s_acc)[SJ_S_REGS], const float (&qk_s
   constexpr int groups = SJ_BLOCK_N / SJ_QUANT_BLOCK;  // 16 accumulator registers per group
   float value[SJ_S_REGS];
   float group_max[2][groups];
+  [[maybe_unused]] const SjSm90Visibility visible(row, first_key, seq_kv, SJ_CAUSAL, lane);
   if constexpr (kMask) {
 #pragma unroll
     for (int h = 0; h < 2; ++h)
@@ -208,8 +210,7 @@ SJ_DEVICE void sj_sm90_softmax(const int (&s_acc)[SJ_S_REGS], const float (&qk_s
     for (int i = 0; i < SJ_S_REGS; ++i) {
       const int h = (i >> 1) & 1;
       float dot = (float)s_acc[i];
-      if (!sj_key_visible(row + 8 * h, first_key + sj_sm90_acc_col(lane, i), seq_kv, SJ_CAUSAL))
-        dot = sj_neg_inf();  // times a zero scale gives NaN, which fmaxf below ignores
+      if (!visible(i)) dot = sj_neg_inf();  // times a zero scale gives NaN, which fmaxf below ignores
       value[i] = dot;
       group_max[h][i >> 4] = fmaxf(group_max[h][i >> 4], dot);
     }
@@ -249,9 +250,10 @@ SJ_DEVICE void sj_sm90_softmax(const int (&s_acc)[SJ_S_REGS], const float (&qk_s
   for (int i = 0; i < SJ_S_REGS; ++i) {
     const int h = (i >> 1) & 1;
     float arg = fmaf(value[i], qk_scale[i >> 4], -m_use[h]);  // sj_prob(sj_score(...))
-    // Masked again after the FFMA: -inf * a zero scale (an all-zero K block past the end) is NaN.
-    if (kMask && !sj_key_visible(row + 8 * h, first_key + sj_sm90_acc_col(lane, i), seq_kv, SJ_CAUSAL))
-      arg = sj_neg_inf();
+    // A masked score (-inf) times a zero scale (an all-zero K block past the end) is NaN: fmaxf with
+    // -inf turns that NaN into -inf and leaves every other argument as it is (a visible score is
+    // finite), without holding the visibility of 64 elements in predicates across the max.
+    if (kMask) arg = fmaxf(arg, sj_neg_inf());
     const float prob = sj_sm80_exp2(arg);
     value[i] = prob;
     row_sum.add(i, prob);

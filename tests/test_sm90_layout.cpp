@@ -82,3 +82,22 @@ TEST_CASE("a descriptor moved by sj_sm90_desc_step equals the one built at the m
         REQUIRE(moved == sj_sm90_desc(base + bytes, row_bytes));
       }
 }
+
+TEST_CASE("visibility as a per-row bound: every element, lane, row, tile, length and causal flag") {
+  // sj_key_visible is the rule (docs/NUMERICS.md step 2); SjSm90Visibility is how attention_sm90
+  // applies it, one compare per element against a bound per row. Tiles before, across and past the
+  // sequence end and the diagonal, lengths that are and are not multiples of the tile.
+  for (int causal : {0, 1})
+    for (int seq_kv : {1, 2, 63, 64, 127, 128, 129, 200, 256, 383})
+      for (int first_key = 0; first_key < 384; first_key += 128)
+        for (int row = 0; row < 400; row += 7)
+          for (int lane = 0; lane < 32; ++lane) {
+            const SjSm90Visibility visible(row, first_key, seq_kv, causal, lane);
+            for (int i = 0; i < 64; ++i) {
+              const int query = row + 8 * ((i >> 1) & 1), key = first_key + sj_sm90_acc_col(lane, i);
+              const bool spec = key < seq_kv && (!causal || key <= query);
+              REQUIRE(sj_key_visible(query, key, seq_kv, causal) == spec);
+              REQUIRE(visible(i) == spec);
+            }
+          }
+}

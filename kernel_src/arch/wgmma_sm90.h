@@ -15,11 +15,28 @@
 #pragma once
 
 #include "arch/mma_sm80.h"
+#include "common/online_softmax.h"
 #include "common/prelude.h"
 
 // Accumulator element i of lane in warp w (0..3) of a warpgroup -> (row, column) of the 64xN tile.
 SJ_HOST_DEVICE int sj_sm90_acc_row(int warp, int lane, int i) { return 16 * warp + sj_sm80_c_row(lane, i & 3); }
-SJ_HOST_DEVICE int sj_sm90_acc_col(int lane, int i) { return 8 * (i >> 2) + sj_sm80_c_col(lane, i & 3); }
+// The column of element i past the lane's first one (2t, element 0's): the same in every lane, so
+// a per-row bound on it is a per-element compare with a constant.
+SJ_HOST_DEVICE int sj_sm90_acc_col_offset(int i) { return 8 * (i >> 2) + (i & 1); }
+SJ_HOST_DEVICE int sj_sm90_acc_col(int lane, int i) { return sj_sm80_c_col(lane, 0) + sj_sm90_acc_col_offset(i); }
+
+// Which of a lane's score elements its rows see (sj_key_visible), as one compare per element: element
+// i of row h (query row + 8 h) is visible iff its column offset (a constant) is at most bound[h], the
+// row's last visible key less the lane's first key of the tile (`first_key` + 2t).
+struct SjSm90Visibility {
+  int bound[2];
+  SJ_HOST_DEVICE SjSm90Visibility(int row, int first_key, int seq_kv, int causal, int lane) {
+    const int lane_key = first_key + sj_sm90_acc_col(lane, 0);
+    bound[0] = sj_last_visible_key(row, seq_kv, causal) - lane_key;
+    bound[1] = sj_last_visible_key(row + 8, seq_kv, causal) - lane_key;
+  }
+  SJ_HOST_DEVICE bool operator()(int i) const { return sj_sm90_acc_col_offset(i) <= bound[(i >> 1) & 1]; }
+};
 
 // Score accumulator element (of a 64 x BLOCK_N tile) that supplies byte `byte` (0..3) of register
 // `r` (0..3) of the e4m3 A fragment of PV k-step `kk` (keys 32 kk .. 32 kk + 31): n8 blocks

@@ -35,10 +35,15 @@ SJ_HOST_DEVICE float sj_neg_inf() { return sj_bit_cast<float>(0xff800000u); }  /
 // Step 1: dequantised score in the log2 domain (sm_scale*log2e is folded into q's scale).
 SJ_HOST_DEVICE float sj_score(int dot, float q_scale, float k_scale) { return (float)dot * (q_scale * k_scale); }
 
-// Step 2: is key `key` visible to query `query`? Keys past the end are padding; causal is top-left
-// aligned (query i sees keys 0..i), as PyTorch SDPA's is_causal.
+// Step 2 as a bound: the last key that query `query` sees. Keys past the end (seq_kv and on) are
+// padding; causal is top-left aligned (query i sees keys 0..i), as PyTorch SDPA's is_causal.
+SJ_HOST_DEVICE int sj_last_visible_key(int query, int seq_kv, int causal) {
+  return causal && query < seq_kv - 1 ? query : seq_kv - 1;
+}
+
+// Step 2: is key `key` (>= 0) visible to query `query`?
 SJ_HOST_DEVICE bool sj_key_visible(int query, int key, int seq_kv, int causal) {
-  return key < seq_kv && (!causal || key <= query);
+  return key <= sj_last_visible_key(query, seq_kv, causal);
 }
 
 // Number of keys a block of queries [first_query, first_query + rows) must visit: all keys, or for
