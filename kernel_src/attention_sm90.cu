@@ -467,9 +467,9 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     // tile's readers refills the stage.
     if (lane == 0) {
       const int readers = 4 * ((tile < wg_tiles_of[0]) + (tile < wg_tiles_of[1]) + (tile < wg_tiles_of[2]));
-      __threadfence_block();  // this warp's reads of the stage before its count
-      if (atomicAdd(&sj_released[stage], 1) == readers - 1) {
-        __threadfence_block();   // every reader's count (and reads) before the refill
+      // Release: this warp's reads of the stage before its count; acquire: every earlier reader's
+      // count (and reads) before the refill below.
+      if (sj_shared_add_acq_rel(sj_smem_addr(&sj_released[stage]), 1) == readers - 1) {
         sj_released[stage] = 0;  // before the refill's arrival, which publishes it with the tile
         const int next = tile + SJ_STAGES;
         if (next < tiles) {

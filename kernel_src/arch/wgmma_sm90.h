@@ -104,6 +104,13 @@ SJ_DEVICE void sj_wgmma_fence_operands(float (&d)[N]) {
 SJ_DEVICE void sj_mbarrier_init(unsigned bar, unsigned arrivals) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(arrivals) : "memory");
 }
+// Adds `value` to the shared int at `addr` and returns the old value, with acquire-release order at
+// CTA scope (a release of this thread's earlier accesses, an acquire of those released before it).
+SJ_DEVICE int sj_shared_add_acq_rel(unsigned addr, int value) {
+  int old;
+  asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], %2;\n" : "=r"(old) : "r"(addr), "r"(value) : "memory");
+  return old;
+}
 SJ_DEVICE void sj_fence_mbarrier_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
 // One arrival that also announces `bytes` of copies the phase must wait for.
 SJ_DEVICE void sj_mbarrier_arrive_expect_tx(unsigned bar, unsigned bytes) {
