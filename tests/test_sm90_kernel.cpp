@@ -1,7 +1,7 @@
 // Host checks of the Hopper wgmma attention kernel (kernel_src/attention_sm90.cu): which configs
 // select it, what its descriptor accepts, that it is built for sm_90a, and — where NVRTC is present
 // (no GPU needed) — that every valid config of the shipped sm_90 space compiles, with no local-memory
-// spills in the configs that do not cap registers; and that head dims above 128, which it refuses, plan
+// spills; and that head dims above 128, which it refuses, plan
 // onto the mma.sync kernel (sm_90 and sm_89 tables), whose objects compile without spills. The
 // fragment bookkeeping is in test_sm90_layout.
 #include <doctest/doctest.h>
@@ -13,7 +13,6 @@
 #include "core/error.hpp"
 #include "jit/jit.hpp"
 #include "jit/kernel_config.hpp"
-#include "kernels/nvidia_sm_limits.hpp"
 #include "kernels/registry.hpp"
 #include "plan/attention_plan.hpp"
 #include "tuning/tuning_table.hpp"
@@ -153,11 +152,11 @@ TEST_CASE("attention_sm90 is compiled for sm_90a, and every valid config of the 
       const tools::CodeObjectStats stats = tools::read_code_object_stats(result.code);
       REQUIRE(stats.registers.has_value());
       CHECK(*stats.registers <= 255);
-      const int min_blocks = config.count("min_blocks") == 0 ? 1 : config.at("min_blocks");
-      if (find_sm_limits(parse_target("sm_90"))->registers_per_sm / (min_blocks * config.at("warps") * 32) >= 255) {
-        REQUIRE(stats.scratch.has_value());
-        CHECK(*stats.scratch == 0);  // no spills when the registers are not capped below the 255 maximum
-      }
+      // No spills in any config, the register-capped ones (three CTAs, 168 registers) included: the
+      // key tile's masked path tests visibility once per element, so no predicates are held across
+      // the max (docs/NVIDIA.md, "Prepared after the step").
+      REQUIRE(stats.scratch.has_value());
+      CHECK(*stats.scratch == 0);
       MESSAGE(config_id(config) << " d" << head_dim << ": " << tools::figure(stats.registers) << " registers, "
                                 << tools::figure(stats.scratch) << " bytes of local memory per thread");
 #endif
