@@ -362,7 +362,13 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
   sj_cp_async_wait<0>();
 
   // ---- epilogue: O / l * sv in the input dtype; LSE ----
+  // V's channel scales of this thread's columns (v_scale holds SJ_D per KV head), all loaded before
+  // the first store: the compiler does not move a load above the 16-bit stores of out (they might
+  // alias), so inside the loop each load would wait its own latency (attention_sm90 measured it).
   const float* v_scale = p.v_scale + kv_head * SJ_D;
+  float2 sv_of[SJ_D_TILES];
+#pragma unroll
+  for (int dt = 0; dt < SJ_D_TILES; ++dt) sv_of[dt] = *(const float2*)(v_scale + dt * 8 + 2 * t);
 #pragma unroll
   for (int mt = 0; mt < SJ_M_TILES; ++mt)
 #pragma unroll
@@ -377,7 +383,7 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
       for (int dt = 0; dt < SJ_D_TILES; ++dt) {
         if (dt * 8 >= p.head_dim) break;  // columns past the call's head dim are padding
         const int d = dt * 8 + 2 * t;
-        const float2 sv = *(const float2*)(v_scale + d);
+        const float2 sv = sv_of[dt];
 #if SJ_KEY_MASK
         const sj_u16 lo = sj_to_dtype(sj_masked_output(o[mt][dt][2 * h], row_l, sv.x), SJ_DTYPE);
         const sj_u16 hi = sj_to_dtype(sj_masked_output(o[mt][dt][2 * h + 1], row_l, sv.y), SJ_DTYPE);
