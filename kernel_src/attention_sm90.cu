@@ -250,10 +250,11 @@ SJ_DEVICE void sj_sm90_softmax(const int (&s_acc)[SJ_S_REGS], const float (&qk_s
   for (int i = 0; i < SJ_S_REGS; ++i) {
     const int h = (i >> 1) & 1;
     float arg = fmaf(value[i], qk_scale[i >> 4], -m_use[h]);  // sj_prob(sj_score(...))
-    // A masked score (-inf) times a zero scale (an all-zero K block past the end) is NaN: fmaxf with
-    // -inf turns that NaN into -inf and leaves every other argument as it is (a visible score is
-    // finite), without holding the visibility of 64 elements in predicates across the max.
-    if (kMask) arg = fmaxf(arg, sj_neg_inf());
+    // Masked again after the FFMA (-inf times a zero or NaN scale is NaN), by the value itself: a
+    // visible dot is never -inf, so this is the visibility test without holding 64 predicates across
+    // the max. A visible NaN argument (a NaN scale: a non-finite input) stays NaN, as
+    // docs/NUMERICS.md "Non-finite inputs" requires.
+    if (kMask && value[i] == sj_neg_inf()) arg = sj_neg_inf();
     const float prob = sj_sm80_exp2(arg);
     value[i] = prob;
     row_sum.add(i, prob);
