@@ -15,6 +15,7 @@ implementation starts from an idle GPU (--cooldown-s between them), and the JSON
 and power that nvidia-smi saw while each one was timed (no clock figures without nvidia-smi).
 """
 import argparse
+import datetime
 import json
 import os
 import statistics
@@ -88,14 +89,16 @@ def accuracy(out, ref, rows):
 
 class ClockSampler:
     """nvidia-smi's SM clock (MHz) and power (W) every 100 ms in a background thread; window(t0, t1)
-    summarises the samples taken between two time.time() stamps (None without nvidia-smi)."""
+    summarises the samples taken between two time.time() stamps (None without nvidia-smi). Each sample
+    carries nvidia-smi's own timestamp: its output reaches the pipe in buffered bursts."""
 
     def __init__(self):
         self.samples, self.process = [], None
         try:
             self.process = subprocess.Popen(
-                ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits", "-lms", "100",
-                 "-i", str(torch.cuda.current_device())], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                ["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw", "--format=csv,noheader,nounits",
+                 "-lms", "100", "-i", str(torch.cuda.current_device())],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         except OSError:
             return
         threading.Thread(target=self._read, daemon=True).start()
@@ -103,10 +106,11 @@ class ClockSampler:
     def _read(self):
         for line in self.process.stdout:
             try:
-                clock, power = (float(x) for x in line.split(","))
+                stamp, clock, power = (x.strip() for x in line.split(","))
+                t = datetime.datetime.strptime(stamp, "%Y/%m/%d %H:%M:%S.%f").timestamp()  # local time, as time.time()
+                self.samples.append((t, float(clock), float(power)))
             except ValueError:
                 continue
-            self.samples.append((time.time(), clock, power))
 
     def window(self, t0, t1):
         inside = [s for s in list(self.samples) if t0 <= s[0] <= t1]
