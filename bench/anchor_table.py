@@ -193,10 +193,13 @@ def table(rows):
         cos = f"{r['sagejit']['cos']:.5f} / {r['sage_sm90']['cos']:.5f}" if "sage_sm90" in r else f"{r['sagejit']['cos']:.5f}"
         lines.append(f"| {label} | {tops('sdpa_flash')} | {tops('sdpa_cudnn')} | {tops('sage_sm90')} | {tops('sagejit')} | "
                      f"{ratio('sagejit', 'sage_sm90')} | {ratio('sagejit', 'sdpa_cudnn')} | {cos} |")
-    clocks = [f"{r['tokens']}{' causal' if r['causal'] else ''}: " + " / ".join(
-        f"{r[i]['sm_clock_mhz_median']:.0f}" for i in IMPLS if i in r and "sm_clock_mhz_median" in r[i]) for r in rows]
-    if any(any("sm_clock_mhz_median" in r.get(i, {}) for i in IMPLS) for r in rows):
-        lines += ["", "Median SM clock (MHz) while each was timed, in the columns' order: " + "; ".join(clocks) + "."]
+    clocks = []
+    for r in rows:
+        timed = [f"{i} {r[i]['sm_clock_mhz_median']:.0f}" for i in IMPLS if "sm_clock_mhz_median" in r.get(i, {})]
+        if timed:
+            clocks.append(f"{r['tokens']}{' causal' if r['causal'] else ''}: " + ", ".join(timed))
+    if clocks:
+        lines += ["", "Median SM clock (MHz) while each was timed: " + "; ".join(clocks) + "."]
     return "\n".join(lines)
 
 
