@@ -20,6 +20,7 @@
 #include "arch/mma_sm80.h"
 #include "common/constants.h"
 #include "common/online_softmax.h"
+#include "common/output_store.h"
 #include "common/prelude.h"
 #include "common/query_block.h"
 #ifndef SJ_KEY_MASK
@@ -363,12 +364,13 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
 
   // ---- epilogue: O / l * sv in the input dtype; LSE ----
   // V's channel scales of this thread's columns (v_scale holds SJ_D per KV head), all loaded before
-  // the first store: the compiler does not move a load above the 16-bit stores of out (they might
-  // alias), so inside the loop each load would wait its own latency (attention_sm90 measured it).
+  // the first store: the compiler does not move a load above the stores of out (they might alias),
+  // so inside the loop each load would wait its own latency (attention_sm90 measured it).
   const float* v_scale = p.v_scale + kv_head * SJ_D;
   float2 sv_of[SJ_D_TILES];
 #pragma unroll
   for (int dt = 0; dt < SJ_D_TILES; ++dt) sv_of[dt] = *(const float2*)(v_scale + dt * 8 + 2 * t);
+  const bool aligned = sj_output_pairs_aligned(p.out, p.o_stride_b, p.o_stride_h, p.o_stride_n);
 #pragma unroll
   for (int mt = 0; mt < SJ_M_TILES; ++mt)
 #pragma unroll
@@ -379,20 +381,25 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
       const int row = warp_q0 + mt * 16 + g + h * 8;
       if (row >= seq_q) continue;
       sj_u16* out = (sj_u16*)p.out + b * p.o_stride_b + hq * p.o_stride_h + (out_row0 + row) * p.o_stride_n;
+      auto store_row = [&](auto output) {
 #pragma unroll
-      for (int dt = 0; dt < SJ_D_TILES; ++dt) {
-        if (dt * 8 >= p.head_dim) break;  // columns past the call's head dim are padding
-        const int d = dt * 8 + 2 * t;
-        const float2 sv = sv_of[dt];
+        for (int dt = 0; dt < SJ_D_TILES; ++dt) {
+          if (dt * 8 >= p.head_dim) break;  // columns past the call's head dim are padding
+          sj_store_output_pair(out + dt * 8 + 2 * t, aligned, output(o[mt][dt][2 * h], sv_of[dt].x),
+                               output(o[mt][dt][2 * h + 1], sv_of[dt].y), SJ_DTYPE);
+        }
+      };
+      // A row that sees a key divides by its hoisted reciprocal of l; otherwise (l = 0: a fully
+      // masked row; a non-finite l) step 8 as written.
+      if (sj_divisor_fast(row_l)) {
+        const SjDivisor by = sj_divisor(row_l);
+        store_row([&](float acc, float scale) { return sj_output_by(acc, by, scale); });
+      } else {
 #if SJ_KEY_MASK
-        const sj_u16 lo = sj_to_dtype(sj_masked_output(o[mt][dt][2 * h], row_l, sv.x), SJ_DTYPE);
-        const sj_u16 hi = sj_to_dtype(sj_masked_output(o[mt][dt][2 * h + 1], row_l, sv.y), SJ_DTYPE);
+        store_row([&](float acc, float scale) { return sj_masked_output(acc, row_l, scale); });
 #else
-        const sj_u16 lo = sj_to_dtype(sj_output(o[mt][dt][2 * h], row_l, sv.x), SJ_DTYPE);
-        const sj_u16 hi = sj_to_dtype(sj_output(o[mt][dt][2 * h + 1], row_l, sv.y), SJ_DTYPE);
+        store_row([&](float acc, float scale) { return sj_output(acc, row_l, scale); });
 #endif
-        out[d] = lo;  // 16-bit stores: output strides need not be even
-        out[d + 1] = hi;
       }
 #if SJ_WRITE_LSE
       if (t == 0) {

@@ -27,6 +27,7 @@
 #include "arch/mma_sm80.h"
 #include "arch/wgmma_sm90.h"
 #include "common/online_softmax.h"
+#include "common/output_store.h"
 #include "common/prelude.h"
 #include "common/query_block.h"
 
@@ -487,13 +488,14 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
 
   // ---- epilogue: O / l * sv in the input dtype; LSE ----
   // V's channel scales of this thread's columns (v_scale holds SJ_D per KV head), all loaded before
-  // the first store: the compiler does not move a load above the 16-bit stores of out (they might
-  // alias), so inside the loop each load waited its own latency (a quarter of all warp samples of
-  // the attention kernel at 2x24x1024, docs/NVIDIA.md).
+  // the first store: the compiler does not move a load above the stores of out (they might alias),
+  // so inside the loop each load waited its own latency (a quarter of all warp samples of the
+  // attention kernel at 2x24x1024, docs/NVIDIA.md).
   const float* v_scale = p.v_scale + kv_head * SJ_D;
   float2 sv[SJ_D / 8];
 #pragma unroll
   for (int j = 0; j < SJ_D / 8; ++j) sv[j] = *(const float2*)(v_scale + 8 * j + 2 * t);
+  const bool aligned = sj_output_pairs_aligned(p.out, p.o_stride_b, p.o_stride_h, p.o_stride_n);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float row_l = l[h];
@@ -502,16 +504,24 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     const int row = warp_q0 + g + 8 * h;
     if (row >= seq_q) continue;
     sj_u16* out = (sj_u16*)p.out + b * p.o_stride_b + hq * p.o_stride_h + (out_row0 + row) * p.o_stride_n;
+    auto store_row = [&](auto output) {
 #pragma unroll
-    for (int j = 0; j < SJ_D / 8; ++j) {
-      if (8 * j >= p.head_dim) break;  // columns past the call's head dim are padding
-      const int d = 8 * j + 2 * t;
+      for (int j = 0; j < SJ_D / 8; ++j) {
+        if (8 * j >= p.head_dim) break;  // columns past the call's head dim are padding
+        sj_store_output_pair(out + 8 * j + 2 * t, aligned, output(o[4 * j + 2 * h], sv[j].x),
+                             output(o[4 * j + 2 * h + 1], sv[j].y), SJ_DTYPE);
+      }
+    };
+    // A row that sees a key divides by its hoisted reciprocal of l; otherwise (l = 0: a fully masked
+    // row; a non-finite l) step 8 as written.
+    if (sj_divisor_fast(row_l)) {
+      const SjDivisor by = sj_divisor(row_l);
+      store_row([&](float acc, float scale) { return sj_output_by(acc, by, scale); });
+    } else {
 #if SJ_KEY_MASK
-      out[d] = sj_to_dtype(sj_masked_output(o[4 * j + 2 * h], row_l, sv[j].x), SJ_DTYPE);  // 16-bit stores: any stride
-      out[d + 1] = sj_to_dtype(sj_masked_output(o[4 * j + 2 * h + 1], row_l, sv[j].y), SJ_DTYPE);
+      store_row([&](float acc, float scale) { return sj_masked_output(acc, row_l, scale); });
 #else
-      out[d] = sj_to_dtype(sj_output(o[4 * j + 2 * h], row_l, sv[j].x), SJ_DTYPE);  // 16-bit stores: any stride
-      out[d + 1] = sj_to_dtype(sj_output(o[4 * j + 2 * h + 1], row_l, sv[j].y), SJ_DTYPE);
+      store_row([&](float acc, float scale) { return sj_output(acc, row_l, scale); });
 #endif
     }
 #if SJ_WRITE_LSE

@@ -5,6 +5,7 @@
 
 #include "common/constants.h"
 #include "common/prelude.h"
+#include "common/quant.h"
 
 #if defined(SJ_HOST)
 #include <cmath>
@@ -67,6 +68,12 @@ SJ_HOST_DEVICE float sj_prob(float score, float m_new) { return sj_exp2(score - 
 
 // Step 8: final output element before conversion to the input dtype.
 SJ_HOST_DEVICE float sj_output(float acc, float l, float v_scale) { return (acc / l) * v_scale; }
+// Step 8 with the row's reciprocal of l hoisted out of its channels, for an l with sj_divisor_fast
+// (every row that sees a key: its maximum alone adds 2^P_OFFSET): sj_output's value but for a
+// subnormal quotient (common/quant.h sj_div_rn_by), which the attention stage's noise allows.
+SJ_HOST_DEVICE float sj_output_by(float acc, const SjDivisor& l, float v_scale) {
+  return sj_div_rn_by(acc, l) * v_scale;
+}
 
 // Step 9: natural-log LSE of q.k^T*sm_scale. delta undoes K smoothing's per-row shift (0 without).
 SJ_HOST_DEVICE float sj_lse(float m, float l, float delta) {
