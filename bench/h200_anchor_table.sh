@@ -5,6 +5,8 @@
 # Builds libsagejit (Release) into /tmp/sj-anchor unless $SAGEJIT_LIBRARY names one, and SageAttention's
 # sm90 extensions in place (../shared/anchors/build_sageattention.sh, copied beside its source) unless
 # both .so files are already there. <deps-prefix>: fmt, nlohmann_json, CLI11, xxHash, doctest headers.
+# The table records the tree's git revision; the GPU machine's copy of the tree may carry stale git
+# metadata, so pass SAGEJIT_REVISION=<commit> there (bench/anchor_table.py takes it over git).
 set -euo pipefail
 deps=$(realpath "$1") sage=$(realpath "$2") out=$(realpath -m "$3")
 shift 3

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One kernel change on the GPU machine in one short lease (issue 23): builds the library, bench_attention
 # and the named GPU tests once, runs the GPU tests (each with the time left of BUDGET_S seconds, default
-# 420), then times attention configs side by side: every round runs bench_attention once with every
+# 420: the tests' share only), then times attention configs side by side (each bench_attention call
+# limited to BENCH_TIMEOUT_S seconds, default 150, whatever the tests took): every round runs bench_attention once with every
 # config on every shape (same process, same inputs, device-event medians), ROUNDS rounds (default 2).
 #   bench/h200_config_compare.sh <source-tree> <deps-prefix> <out-dir> <config>... [-- <gpu-test>[:<doctest-filter>]...]
 # <config>: "table" (the tuning table's per shape) or bench_attention's "key=value,..." form.
@@ -24,6 +25,7 @@ while [[ $# -gt 0 && $1 != -- ]]; do configs+=("$1"); shift; done
 [[ $# -gt 0 ]] && { shift; tests=("$@"); }
 [[ ${#configs[@]} -gt 0 ]] || { echo "no config to time" >&2; exit 2; }
 rounds=${ROUNDS:-2} iterations=${ITERATIONS:-10} warmup=${WARMUP:-2} budget=${BUDGET_S:-420}
+bench_timeout=${BENCH_TIMEOUT_S:-150}
 shapes=${SHAPES:-flux-4608-d128 video-16k-d128 wan-32k-d128 video-16k-d128-causal vae-8k-d64 llm-4k-d128-causal small-1k-d128}
 mkdir -p "$out"
 source "$(dirname "$0")/h200_build.sh"
@@ -85,15 +87,15 @@ for s in $shapes; do bench_args+=(--shape "$s"); done
 bench_args+=(--config "${configs[@]}")
 for round in $(seq 1 "$rounds"); do
   if [[ -n ${BEFORE:-} ]]; then
-    SAGEJIT_CACHE_DIR=/tmp/sj-cache-before timeout "$(left)" /tmp/sj-before/bench/bench_attention "${bench_args[@]}" \
+    SAGEJIT_CACHE_DIR=/tmp/sj-cache-before timeout "$bench_timeout" /tmp/sj-before/bench/bench_attention "${bench_args[@]}" \
       --warmup "$warmup" --iterations "$iterations" >"$out/bench-before-$round.json" 2>"$out/bench-before-$round.err"
     stage "bench before round $round rc=$?"
   fi
-  timeout "$(left)" /tmp/sj/bench/bench_attention "${bench_args[@]}" --warmup "$warmup" --iterations "$iterations" \
+  timeout "$bench_timeout" /tmp/sj/bench/bench_attention "${bench_args[@]}" --warmup "$warmup" --iterations "$iterations" \
     >"$out/bench-$round.json" 2>"$out/bench-$round.err"
   stage "bench round $round rc=$?"
   for name in "${variant_names[@]}"; do
-    SAGEJIT_CACHE_DIR=/tmp/sj-cache-$name timeout "$(left)" "/tmp/bench_attention-$name" "${bench_args[@]}" \
+    SAGEJIT_CACHE_DIR=/tmp/sj-cache-$name timeout "$bench_timeout" "/tmp/bench_attention-$name" "${bench_args[@]}" \
       --warmup "$warmup" --iterations "$iterations" >"$out/bench-$name-$round.json" 2>"$out/bench-$name-$round.err"
     stage "bench $name round $round rc=$?"
   done
