@@ -12,6 +12,7 @@
 # VARIANTS="<name>=<kernel_src-dir> ...": also time <source-tree> with each directory in place of its
 # kernel_src/ (columns "<name> <config>"): the library embeds the kernels, so each variant is one
 # incremental rebuild of bench_attention (after the GPU tests, which keep <source-tree>'s kernels).
+# NCU_SHAPES: also Nsight Compute kernel durations per shape and tree (kernels.md; see below).
 # SHAPES (default: bench_attention's anchor shapes of issue 23), ITERATIONS (default 10), WARMUP (untimed
 # calls before them, default 2: a burst; e.g. WARMUP=100 ITERATIONS=200 times configs under the power cap
 # that back-to-back calls reach, as the anchor table's timer does: bench/results/h100-2026-12-06b-clock-check.md).
@@ -100,6 +101,26 @@ for round in $(seq 1 "$rounds"); do
     stage "bench $name round $round rc=$?"
   done
 done
+
+# NCU_SHAPES="<shape>...": then Nsight Compute durations of every sj_ kernel of a few calls per shape
+# (the table config), for the tree, BEFORE and each variant (ncu-<tree>-<shape>.txt), summarized by
+# bench/ncu_kernel_durations.py in kernels.md: the prepare kernels and the attention kernel apart.
+if [[ -n ${NCU_SHAPES:-} ]]; then
+  ncu_runs=("tree=/tmp/sj/bench/bench_attention=/tmp/sj-cache")
+  [[ -n ${BEFORE:-} ]] && ncu_runs+=("before=/tmp/sj-before/bench/bench_attention=/tmp/sj-cache-before")
+  for name in "${variant_names[@]}"; do ncu_runs+=("$name=/tmp/bench_attention-$name=/tmp/sj-cache-$name"); done
+  ncu_files=()
+  for s in $NCU_SHAPES; do
+    for run in "${ncu_runs[@]}"; do
+      IFS== read -r name binary cache <<<"$run"
+      SAGEJIT_CACHE_DIR=$cache timeout "$bench_timeout" ncu --clock-control none --metrics gpu__time_duration.sum \
+        -k regex:sj_ -c 16 "$binary" --shape "$s" --config table --warmup 1 --iterations 3 >"$out/ncu-$name-$s.txt" 2>&1
+      stage "ncu $name $s rc=$?"
+      ncu_files+=("$out/ncu-$name-$s.txt")
+    done
+  done
+  python3 "$(dirname "$0")/ncu_kernel_durations.py" "${ncu_files[@]}" >"$out/kernels.md"
+fi
 
 python3 - "$out" "$rounds" "${variant_names[@]}" <<'EOF' | tee "$out/compare.md"
 import json, statistics, sys
