@@ -504,26 +504,14 @@ extern "C" __global__ void __launch_bounds__(SJ_THREADS, SJ_MIN_BLOCKS) sj_atten
     const int row = warp_q0 + g + 8 * h;
     if (row >= seq_q) continue;
     sj_u16* out = (sj_u16*)p.out + b * p.o_stride_b + hq * p.o_stride_h + (out_row0 + row) * p.o_stride_n;
-    auto store_row = [&](auto output) {
+    sj_store_output_row<SJ_KEY_MASK != 0>(row_l, [&](auto output) {
 #pragma unroll
       for (int j = 0; j < SJ_D / 8; ++j) {
         if (8 * j >= p.head_dim) break;  // columns past the call's head dim are padding
         sj_store_output_pair(out + 8 * j + 2 * t, aligned, output(o[4 * j + 2 * h], sv[j].x),
                              output(o[4 * j + 2 * h + 1], sv[j].y), SJ_DTYPE);
       }
-    };
-    // A row that sees a key divides by its hoisted reciprocal of l; otherwise (l = 0: a fully masked
-    // row; a non-finite l) step 8 as written.
-    if (sj_divisor_fast(row_l)) {
-      const SjDivisor by = sj_divisor(row_l);
-      store_row([&](float acc, float scale) { return sj_output_by(acc, by, scale); });
-    } else {
-#if SJ_KEY_MASK
-      store_row([&](float acc, float scale) { return sj_masked_output(acc, row_l, scale); });
-#else
-      store_row([&](float acc, float scale) { return sj_output(acc, row_l, scale); });
-#endif
-    }
+    });
 #if SJ_WRITE_LSE
     if (t == 0) {
       const sj_i64 index = q_head * p.seq_q + row;  // lse_delta's (the workspace's [B, Hq, Nq])

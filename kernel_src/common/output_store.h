@@ -4,7 +4,10 @@
 // aligned, else as two 16-bit stores (an output view may have odd strides).
 #pragma once
 
+#include "common/key_mask.h"
+#include "common/online_softmax.h"
 #include "common/prelude.h"
+#include "common/quant.h"
 
 // Whether every channel pair (b, h, n, d even) of out starts 4-byte aligned: an aligned base and even
 // strides (in 2-byte elements). Uniform per launch.
@@ -21,4 +24,20 @@ SJ_DEVICE void sj_store_output_pair(sj_u16* out, bool aligned, float lo, float h
   }
   out[0] = (sj_u16)(word & 0xFFFFu);
   out[1] = (sj_u16)(word >> 16);
+}
+
+// Step 8 for one output row: calls store(output) once, output(acc, v_scale) being the row's output
+// element. A row whose l has sj_divisor_fast (every row that sees a key: its maximum alone adds
+// 2^P_OFFSET) divides by l's reciprocal hoisted out of its channels (sj_output_by); any other (l = 0:
+// a fully masked row; a non-finite l) as written: sj_output, or with a key mask sj_masked_output.
+template <bool kKeyMask, class Store>
+SJ_DEVICE void sj_store_output_row(float l, Store store) {
+  if (sj_divisor_fast(l)) {
+    const SjDivisor by = sj_divisor(l);
+    store([&](float acc, float v_scale) { return sj_output_by(acc, by, v_scale); });
+  } else if constexpr (kKeyMask) {
+    store([&](float acc, float v_scale) { return sj_masked_output(acc, l, v_scale); });
+  } else {
+    store([&](float acc, float v_scale) { return sj_output(acc, l, v_scale); });
+  }
 }
