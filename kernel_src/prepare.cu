@@ -8,7 +8,8 @@
 //   sj_prepare_stats     grid (ceil(Nk/64), Hk, B) (x: sj_k_mean_chunks): per 64-token chunk, fp64
 //                        partial K sums (smoothing) and partial max|V| (fp8 PV). Skipped when neither
 //                        is needed.
-//   sj_prepare_finalize  grid (Hk, B): partials -> k_mean (0 without smoothing) and v_scale (1 for fp16 PV).
+//   sj_prepare_finalize  grid (Hk, B, D / SJ_FINALIZE_CHANNELS): partials -> k_mean (0 without smoothing) and
+//                        v_scale (1 for fp16 PV), SJ_FINALIZE_CHANNELS channels of each per workgroup.
 //                        Skipped when p.finalize_in_quantize (at most 16 chunks): then every quantize
 //                        workgroup that needs them sums its head's partials with the same functions.
 //   sj_prepare_quantize  grid (Hq*Nq_pad/128 + 2*Hk*Nk_pad/128, B) (x: sj_quantize_workgroups): one
@@ -142,8 +143,21 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p SJ_KEY_MASK_
   }
 }
 
-// The K mean of channel d of KV head (b, hk) from the stats kernel's partials: their fp64 sum in
-// chunk order (the contract's), over the keys (valid keys, with a mask); 0 without smoothing.
+// The K mean of KV head (b, hk) from its fp64 sum over the chunks' partials in chunk order (the
+// contract's): over the keys, or with a mask over the valid keys (integers: any order).
+SJ_DEVICE float sj_k_mean_of_sum(const SjPrepareParams& p, int b, int hk, double sum SJ_KEY_MASK_ARGUMENT) {
+#if SJ_KEY_MASK
+  const int chunks = sj_k_mean_chunks(p.seq_kv);
+  int valid_keys = 0;
+  const sj_i64 row = sj_key_mask_row(km.heads, b, hk);
+  for (int c = 0; c < chunks; ++c) valid_keys += km.valid_keys_partial[row * chunks + c];
+  return sj_masked_k_mean(sum, valid_keys);
+#else
+  return sj_k_mean(sum, p.seq_kv);
+#endif
+}
+
+// The K mean of channel d of KV head (b, hk) from the stats kernel's partials; 0 without smoothing.
 SJ_DEVICE float sj_head_k_mean(const SjPrepareParams& p, int b, int hk, int d SJ_KEY_MASK_ARGUMENT) {
   if (!p.smooth_k) return 0.0f;
   const int chunks = sj_k_mean_chunks(p.seq_kv);
@@ -151,14 +165,7 @@ SJ_DEVICE float sj_head_k_mean(const SjPrepareParams& p, int b, int hk, int d SJ
   double sum = 0.0;
 #pragma unroll 16
   for (int c = 0; c < chunks; ++c) sum = sj_add_rn_f64(sum, p.k_mean_partial[(head * chunks + c) * SJ_D + d]);
-#if SJ_KEY_MASK
-  int valid_keys = 0;  // integers: any order
-  const sj_i64 row = sj_key_mask_row(km.heads, b, hk);
-  for (int c = 0; c < chunks; ++c) valid_keys += km.valid_keys_partial[row * chunks + c];
-  return sj_masked_k_mean(sum, valid_keys);
-#else
-  return sj_k_mean(sum, p.seq_kv);
-#endif
+  return sj_k_mean_of_sum(p, b, hk, sum SJ_KEY_MASK_PASS);
 }
 
 // The V scale of channel d of KV head (b, hk): from the chunks' max|V| (fp8 PV); 1 for fp16 PV.
@@ -175,18 +182,56 @@ SJ_DEVICE float sj_head_v_scale(const SjPrepareParams& p, int b, int hk, int d) 
 #endif
 }
 
+// The finalize kernel: workgroup (hk, b, z) takes SJ_FINALIZE_CHANNELS channels of K's mean and V's
+// scale (channels z * SJ_FINALIZE_CHANNELS onwards). It stages SJ_FINALIZE_PASS chunks of their
+// partials in shared memory at a time, every load of a pass in flight together (one thread walking
+// its channel's partials from global memory kept 16 loads in flight: a round trip per 16 chunks),
+// then one thread per channel folds them in chunk order, as sj_head_k_mean and sj_head_v_scale do.
+#define SJ_FINALIZE_PASS 64  // chunks per pass: 64 x 32 channels x (8 + 4) bytes = 24 KiB
+#define SJ_FINALIZE_STAGE (SJ_FINALIZE_PASS * SJ_FINALIZE_CHANNELS / SJ_THREADS)  // staged partials per thread
 SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p SJ_KEY_MASK_ARGUMENT) {
-  const int hk = (int)sj_block_x(), b = (int)sj_block_y();
+  SJ_SHARED double k_partial[SJ_FINALIZE_PASS * SJ_FINALIZE_CHANNELS];
+  SJ_SHARED float v_partial[SJ_FINALIZE_PASS * SJ_FINALIZE_CHANNELS];
+  static_assert(SJ_THREADS >= 2 * SJ_FINALIZE_CHANNELS && SJ_D % SJ_FINALIZE_CHANNELS == 0, "one walk per thread");
+  static_assert(SJ_FINALIZE_STAGE * SJ_THREADS == SJ_FINALIZE_PASS * SJ_FINALIZE_CHANNELS, "whole staging items");
+  const int tid = (int)sj_thread_x();
+  const int hk = (int)sj_block_x(), b = (int)sj_block_y(), d0 = (int)sj_block_z() * SJ_FINALIZE_CHANNELS;
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
-  // Work items 0..D-1: the K mean of one channel; D..2D-1: the V scale of one channel, on separate
-  // threads (each item is one latency-bound walk over the chunks' partials).
-  for (int item = (int)sj_thread_x(); item < 2 * SJ_D; item += SJ_THREADS) {
-    const int d = item % SJ_D;
-    if (item < SJ_D)
-      p.k_mean[head * SJ_D + d] = sj_head_k_mean(p, b, hk, d SJ_KEY_MASK_PASS);
-    else
-      p.v_scale[head * SJ_D + d] = sj_head_v_scale(p, b, hk, d);
+  const int chunks = sj_k_mean_chunks(p.seq_kv);
+  const bool want_k = p.smooth_k != 0, want_v = SJ_PV_FP16 == 0;
+  // Threads 0..C-1 fold the K sums of channels d0 + tid, threads C..2C-1 the V maxima of d0 + tid - C.
+  const int channel = tid % SJ_FINALIZE_CHANNELS;
+  double sum = 0.0;
+  float amax = 0.0f;
+#pragma unroll 1
+  for (int c0 = 0; c0 < chunks; c0 += SJ_FINALIZE_PASS) {
+    if (c0 > 0) sj_barrier();  // every walk is done with the previous pass
+    const int pass = chunks - c0 < SJ_FINALIZE_PASS ? chunks - c0 : SJ_FINALIZE_PASS;
+    double k_loaded[SJ_FINALIZE_STAGE];  // all loads issued before the first store
+    float v_loaded[SJ_FINALIZE_STAGE];
+#pragma unroll
+    for (int k = 0; k < SJ_FINALIZE_STAGE; ++k) {
+      const int i = tid + k * SJ_THREADS;
+      const sj_i64 at = (head * chunks + c0 + i / SJ_FINALIZE_CHANNELS) * SJ_D + d0 + i % SJ_FINALIZE_CHANNELS;
+      const bool inside = i < pass * SJ_FINALIZE_CHANNELS;
+      k_loaded[k] = inside && want_k ? p.k_mean_partial[at] : 0.0;
+      v_loaded[k] = inside && want_v ? p.v_amax_partial[at] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < SJ_FINALIZE_STAGE; ++k) {
+      k_partial[tid + k * SJ_THREADS] = k_loaded[k];
+      v_partial[tid + k * SJ_THREADS] = v_loaded[k];
+    }
+    sj_barrier();
+    if (tid < SJ_FINALIZE_CHANNELS && want_k)
+      for (int c = 0; c < pass; ++c) sum = sj_add_rn_f64(sum, k_partial[c * SJ_FINALIZE_CHANNELS + channel]);
+    else if (tid >= SJ_FINALIZE_CHANNELS && tid < 2 * SJ_FINALIZE_CHANNELS && want_v)
+      for (int c = 0; c < pass; ++c) amax = sj_amax_update(amax, v_partial[c * SJ_FINALIZE_CHANNELS + channel]);
   }
+  if (tid < SJ_FINALIZE_CHANNELS)
+    p.k_mean[head * SJ_D + d0 + channel] = want_k ? sj_k_mean_of_sum(p, b, hk, sum SJ_KEY_MASK_PASS) : 0.0f;
+  else if (tid < 2 * SJ_FINALIZE_CHANNELS)
+    p.v_scale[head * SJ_D + d0 + channel] = want_v ? sj_v_scale(amax) : 1.0f;
 }
 
 // Block-wide max|x| (NaN-propagating) of the threads' magnitude bits (x & 0x7fffffff: for

@@ -34,6 +34,9 @@ SJ_HOST_DEVICE Int sj_k_mean_chunks(Int seq_kv) {
   return (seq_kv + SJ_K_MEAN_CHUNK - 1) / SJ_K_MEAN_CHUNK;
 }
 
+// Channels of K's mean and of V's scale per finalize workgroup (its grid z: head_dim / this).
+#define SJ_FINALIZE_CHANNELS 32
+
 // Key sequences of at most this many K-mean chunks (1024 keys) skip the finalize launch: each quantize
 // workgroup sums its head's few partials itself (plan/attention_plan.hpp finalize_in_quantize), which
 // costs the GPU less than the launch costs the host (~3.5 us each on an H200's host).

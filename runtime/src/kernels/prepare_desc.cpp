@@ -9,7 +9,8 @@
 namespace sagejit {
 namespace {
 
-LaunchGeometry prepare_geometry(int entry, const TileConfig& config, const Specialization&, const ProblemShape& shape) {
+LaunchGeometry prepare_geometry(int entry, const TileConfig& config, const Specialization& spec,
+                                const ProblemShape& shape) {
   LaunchGeometry geometry;
   geometry.block = {static_cast<unsigned>(config.at("threads")), 1, 1};
   const unsigned b = static_cast<unsigned>(shape.batch), hk = static_cast<unsigned>(shape.heads_kv);
@@ -18,7 +19,7 @@ LaunchGeometry prepare_geometry(int entry, const TileConfig& config, const Speci
       geometry.grid = {static_cast<unsigned>(sj_k_mean_chunks(shape.seq_kv)), hk, b};
       break;
     case 1:  // sj_prepare_finalize
-      geometry.grid = {hk, b, 1};
+      geometry.grid = {hk, b, static_cast<unsigned>(spec.head_dim / SJ_FINALIZE_CHANNELS)};
       break;
     default:  // sj_prepare_quantize (plan/kernel_limits.cpp keeps its block indices within an int)
       geometry.grid = {static_cast<unsigned>(sj_quantize_workgroups<std::int64_t>(shape.heads_q, shape.seq_q,
