@@ -65,7 +65,7 @@ TEST_CASE("key-mask configs: on gfx12 a table's config runs masked calls at 16 r
 }
 
 TEST_CASE("key-mask configs: on sm_90 a table's three-warpgroup config runs masked calls with one warpgroup per CTA") {
-  for (const auto& [seq, causal] : {std::pair<std::int64_t, bool>{16384, true}, {32768, false}}) {
+  for (const auto& [seq, causal] : {std::pair<std::int64_t, bool>{32768, false}}) {  // the table's three-warpgroup bucket
     CAPTURE(seq);
     AttentionCall plain_call = call_of(DType::bf16, 128, causal, seq, false);
     plain_call.batch = 1;
