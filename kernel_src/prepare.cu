@@ -14,7 +14,8 @@
 //                        workgroup that needs them sums its head's partials with the same functions.
 //   sj_prepare_quantize  grid (Hq*Nq_pad/128 + 2*Hk*Nk_pad/128, B) (x: sj_quantize_workgroups): one
 //                        tile of 128 rows of Q or K (four 32-row scale blocks), or of 128 keys of V,
-//                        per workgroup.
+//                        per workgroup, visited in the reverse of the stats launch's order (K and V
+//                        of the last batch item's last head first, Q last).
 //
 // Compile-time defines: SJ_HEAD_DIM (64|128|256), SJ_DTYPE (0 bf16, 1 fp16), SJ_PV_FP16 (0|1),
 // SJ_PREPARE_THREADS (128|256), SJ_V_PERMUTE (0 natural key order, 1 the sm80 fp8 order of
@@ -639,24 +640,27 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_quantize(SjPrepareParams p SJ_KEY_MA
   SJ_SHARED SjVec16 tile[SJ_QUANT_TILE * SJ_V_PASS_CHUNKS];  // one V pass's 16-bit inputs
   SJ_SHARED float scratch[SJ_SCRATCH_FLOATS];
   SJ_SHARED __attribute__((aligned(16))) float head_stats[SJ_D];  // the K mean or the V scales of the tile's KV head
-  const int b = (int)sj_block_y();
-  int index = (int)sj_block_x();
+  // The workgroups visit the tiles in the reverse of the stats launch's order: the last batch item
+  // first, in it the last KV head first, each head's K and V tiles together, then the Q tiles. The
+  // stats launch read every K and V row just before, so the rows it read last (the last heads) may
+  // still be in L2 when these workgroups read them again.
+  const int b = p.batch - 1 - (int)sj_block_y();
+  const int index = (int)sj_block_x();
   const int q_tiles = p.seq_q_pad / SJ_QUANT_TILE, k_tiles = p.seq_kv_pad / SJ_QUANT_TILE;
-  // The workgroup's tile: of Q, K or V, in that order along x (sj_quantize_workgroups).
-  if (index < p.heads_q * q_tiles) {
-    const int head = index / q_tiles;
-    if (p.want_lse_delta)
-      sj_head_stats_to_shared(p, b, head / (p.heads_q / p.heads_kv), 0, false, head_stats SJ_KEY_MASK_PASS);
-    sj_quantize_rows(p, true, b, head, index % q_tiles, scratch, head_stats SJ_KEY_MASK_PASS);
+  if (index < 2 * p.heads_kv * k_tiles) {  // (head from the last, K tiles then V tiles)
+    const int hk = p.heads_kv - 1 - index / (2 * k_tiles), tile_index = index % (2 * k_tiles);
+    if (tile_index < k_tiles) {
+      sj_head_stats_to_shared(p, b, hk, 1, tile_index == 0, head_stats SJ_KEY_MASK_PASS);
+      sj_quantize_rows(p, false, b, hk, tile_index, scratch, head_stats SJ_KEY_MASK_PASS);
+    } else {
+      sj_head_stats_to_shared(p, b, hk, 2, tile_index == k_tiles, head_stats SJ_KEY_MASK_PASS);
+      sj_quantize_v(p, b, hk, tile_index - k_tiles, tile, head_stats SJ_KEY_MASK_PASS);
+    }
     return;
   }
-  index -= p.heads_q * q_tiles;
-  if (index < p.heads_kv * k_tiles) {
-    sj_head_stats_to_shared(p, b, index / k_tiles, 1, index % k_tiles == 0, head_stats SJ_KEY_MASK_PASS);
-    sj_quantize_rows(p, false, b, index / k_tiles, index % k_tiles, scratch, head_stats SJ_KEY_MASK_PASS);
-    return;
-  }
-  index -= p.heads_kv * k_tiles;
-  sj_head_stats_to_shared(p, b, index / k_tiles, 2, index % k_tiles == 0, head_stats SJ_KEY_MASK_PASS);
-  sj_quantize_v(p, b, index / k_tiles, index % k_tiles, tile, head_stats SJ_KEY_MASK_PASS);
+  const int q_index = index - 2 * p.heads_kv * k_tiles;  // (query head, tile)
+  const int head = q_index / q_tiles;
+  if (p.want_lse_delta)
+    sj_head_stats_to_shared(p, b, head / (p.heads_q / p.heads_kv), 0, false, head_stats SJ_KEY_MASK_PASS);
+  sj_quantize_rows(p, true, b, head, q_index % q_tiles, scratch, head_stats SJ_KEY_MASK_PASS);
 }

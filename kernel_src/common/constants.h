@@ -61,8 +61,8 @@ SJ_HOST_DEVICE Int sj_quantize_tiles(Int tokens) {
   return sj_padded_length<Int>(tokens) / SJ_QUANT_TILE;
 }
 
-// The quantize kernel's workgroups per batch entry (its grid x): one per tile of Q, of K and of V,
-// in that order (sj_prepare_quantize decodes its index so).
+// The quantize kernel's workgroups per batch entry (its grid x): one per tile of Q, of K and of V
+// (sj_prepare_quantize decodes its index: each KV head's K and V tiles, the last head first, then Q).
 template <typename Int>
 SJ_HOST_DEVICE Int sj_quantize_workgroups(Int heads_q, Int seq_q, Int heads_kv, Int seq_kv) {
   return heads_q * sj_quantize_tiles<Int>(seq_q) + 2 * heads_kv * sj_quantize_tiles<Int>(seq_kv);
