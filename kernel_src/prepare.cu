@@ -145,8 +145,10 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p SJ_KEY_MASK_
 }
 
 // The K mean of KV head (b, hk) from its fp64 sum over the chunks' partials in chunk order (the
-// contract's): over the keys, or with a mask over the valid keys (integers: any order).
+// contract's): over the keys, or with a mask over the valid keys (integers: any order); 0 without
+// smoothing.
 SJ_DEVICE float sj_k_mean_of_sum(const SjPrepareParams& p, int b, int hk, double sum SJ_KEY_MASK_ARGUMENT) {
+  if (!p.smooth_k) return 0.0f;
 #if SJ_KEY_MASK
   const int chunks = sj_k_mean_chunks(p.seq_kv);
   int valid_keys = 0;
@@ -158,29 +160,31 @@ SJ_DEVICE float sj_k_mean_of_sum(const SjPrepareParams& p, int b, int hk, double
 #endif
 }
 
-// The K mean of channel d of KV head (b, hk) from the stats kernel's partials; 0 without smoothing.
+// A V channel's scale from its max|V| over the keys: sj_v_scale for fp8 PV, 1 for fp16 PV.
+SJ_DEVICE float sj_v_scale_of_amax(float amax) { return SJ_PV_FP16 ? 1.0f : sj_v_scale(amax); }
+
+// The K mean of channel d of KV head (b, hk) from the stats kernel's partials (none without smoothing).
 SJ_DEVICE float sj_head_k_mean(const SjPrepareParams& p, int b, int hk, int d SJ_KEY_MASK_ARGUMENT) {
-  if (!p.smooth_k) return 0.0f;
   const int chunks = sj_k_mean_chunks(p.seq_kv);
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
   double sum = 0.0;
+  if (p.smooth_k) {
 #pragma unroll 16
-  for (int c = 0; c < chunks; ++c) sum = sj_add_rn_f64(sum, p.k_mean_partial[(head * chunks + c) * SJ_D + d]);
+    for (int c = 0; c < chunks; ++c) sum = sj_add_rn_f64(sum, p.k_mean_partial[(head * chunks + c) * SJ_D + d]);
+  }
   return sj_k_mean_of_sum(p, b, hk, sum SJ_KEY_MASK_PASS);
 }
 
-// The V scale of channel d of KV head (b, hk): from the chunks' max|V| (fp8 PV); 1 for fp16 PV.
+// The V scale of channel d of KV head (b, hk) from the chunks' max|V| (none for fp16 PV).
 SJ_DEVICE float sj_head_v_scale(const SjPrepareParams& p, int b, int hk, int d) {
-#if SJ_PV_FP16
-  return 1.0f;
-#else
   const int chunks = sj_k_mean_chunks(p.seq_kv);
   const sj_i64 head = (sj_i64)b * p.heads_kv + hk;
   float amax = 0.0f;
+  if (!SJ_PV_FP16) {
 #pragma unroll 16
-  for (int c = 0; c < chunks; ++c) amax = sj_amax_update(amax, p.v_amax_partial[(head * chunks + c) * SJ_D + d]);
-  return sj_v_scale(amax);
-#endif
+    for (int c = 0; c < chunks; ++c) amax = sj_amax_update(amax, p.v_amax_partial[(head * chunks + c) * SJ_D + d]);
+  }
+  return sj_v_scale_of_amax(amax);
 }
 
 // The finalize kernel: workgroup (hk, b, z) takes SJ_FINALIZE_CHANNELS channels of K's mean and V's
@@ -230,9 +234,9 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_finalize(SjPrepareParams p SJ_KEY_MA
       for (int c = 0; c < pass; ++c) amax = sj_amax_update(amax, v_partial[c * SJ_FINALIZE_CHANNELS + channel]);
   }
   if (tid < SJ_FINALIZE_CHANNELS)
-    p.k_mean[head * SJ_D + d0 + channel] = want_k ? sj_k_mean_of_sum(p, b, hk, sum SJ_KEY_MASK_PASS) : 0.0f;
+    p.k_mean[head * SJ_D + d0 + channel] = sj_k_mean_of_sum(p, b, hk, sum SJ_KEY_MASK_PASS);
   else if (tid < 2 * SJ_FINALIZE_CHANNELS)
-    p.v_scale[head * SJ_D + d0 + channel] = want_v ? sj_v_scale(amax) : 1.0f;
+    p.v_scale[head * SJ_D + d0 + channel] = sj_v_scale_of_amax(amax);
 }
 
 // Block-wide max|x| (NaN-propagating) of the threads' magnitude bits (x & 0x7fffffff: for

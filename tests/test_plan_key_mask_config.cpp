@@ -65,27 +65,27 @@ TEST_CASE("key-mask configs: on gfx12 a table's config runs masked calls at 16 r
 }
 
 TEST_CASE("key-mask configs: on sm_90 a table's three-warpgroup config runs masked calls with one warpgroup per CTA") {
-  for (const auto& [seq, causal] : {std::pair<std::int64_t, bool>{32768, false}}) {  // the table's three-warpgroup bucket
-    CAPTURE(seq);
-    AttentionCall plain_call = call_of(DType::bf16, 128, causal, seq, false);
-    plain_call.batch = 1;
-    plain_call.seq_kv = seq;
-    AttentionCall masked_call = plain_call;
-    masked_call.key_mask = {&attend, SJ_KEY_MASK_BOOL, 0, 1};
-    const AttentionPlan plain = plan_attention(plain_call, "sm_90");
-    const AttentionPlan masked = plan_attention(masked_call, "sm_90");
-    REQUIRE(plain.attention->name == "attention_sm90");
-    CHECK(plain.attention_config.at("warps") == 12);  // configs/sm_90.json's entry for this bucket
-    TileConfig expected = plain.attention_config;
-    expected["warps"] = 4;
-    expected["min_blocks"] = 3;
-    CHECK(masked.attention == plain.attention);
-    CHECK(masked.attention_config == expected);
-    CHECK(check_kernel_config(*masked.attention, masked.attention_config, masked.spec, "sm_90").empty());
-    // An explicit three-warpgroup config is run as asked, masked or not.
-    masked_call.attention_config = plain.attention_config;
-    CHECK(plan_attention(masked_call, "sm_90").attention_config.at("warps") == 12);
-  }
+  // 32768 tokens, bf16, D=128: the sm_90 table's three-warpgroup bucket.
+  const std::int64_t seq = 32768;
+  const bool causal = false;
+  AttentionCall plain_call = call_of(DType::bf16, 128, causal, seq, false);
+  plain_call.batch = 1;
+  plain_call.seq_kv = seq;
+  AttentionCall masked_call = plain_call;
+  masked_call.key_mask = {&attend, SJ_KEY_MASK_BOOL, 0, 1};
+  const AttentionPlan plain = plan_attention(plain_call, "sm_90");
+  const AttentionPlan masked = plan_attention(masked_call, "sm_90");
+  REQUIRE(plain.attention->name == "attention_sm90");
+  CHECK(plain.attention_config.at("warps") == 12);  // configs/sm_90.json's entry for this bucket
+  TileConfig expected = plain.attention_config;
+  expected["warps"] = 4;
+  expected["min_blocks"] = 3;
+  CHECK(masked.attention == plain.attention);
+  CHECK(masked.attention_config == expected);
+  CHECK(check_kernel_config(*masked.attention, masked.attention_config, masked.spec, "sm_90").empty());
+  // An explicit three-warpgroup config is run as asked, masked or not.
+  masked_call.attention_config = plain.attention_config;
+  CHECK(plan_attention(masked_call, "sm_90").attention_config.at("warps") == 12);
 }
 
 TEST_CASE("key-mask configs: other NVIDIA plans and unmasked gfx12 plans keep the table's config") {
