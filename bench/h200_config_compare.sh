@@ -9,6 +9,8 @@
 # <gpu-test>: memcheck:<test>[:<filter>] and racecheck:<test>[:<filter>] run it under compute-sanitizer.
 # BEFORE=<source-tree>: also build that tree's bench_attention and time it in every round, just before
 # <source-tree> (columns "before <config>"): a same-run comparison of two kernel sources.
+# TREES="<name>=<source-tree> ...": also build each of those whole trees' bench_attention and time it in
+# every round (columns "<name> <config>"): like BEFORE, for more than two trees that differ in host code.
 # VARIANTS="<name>=<kernel_src-dir> ...": also time <source-tree> with each directory in place of its
 # kernel_src/ (columns "<name> <config>"): the library embeds the kernels, so each variant is one
 # incremental rebuild of bench_attention (after the GPU tests, which keep <source-tree>'s kernels).
@@ -44,6 +46,14 @@ if [[ -n ${BEFORE:-} ]]; then
   sj_build "$(realpath "$BEFORE")" /tmp/sj-before "$deps" --target bench_attention >"$out/build-before.log" 2>&1
   stage "build before rc=$?"
 fi
+tree_names=()
+for t in ${TREES:-}; do
+  name=${t%%=*}
+  sj_build "$(realpath "${t#*=}")" "/tmp/sj-tree-$name" "$deps" --target bench_attention >"$out/build-$name.log" 2>&1
+  rc=$?
+  stage "build tree $name rc=$rc"
+  [[ $rc == 0 ]] && cp "/tmp/sj-tree-$name/bench/bench_attention" "/tmp/bench_attention-$name" && tree_names+=("$name")
+done
 SAGEJIT_LIBRARY_DIRS=$(find /opt /usr/local /usr/lib -name 'libnvrtc.so*' -printf '%h\n' 2>/dev/null | sort -u | paste -sd:)
 export SAGEJIT_LIBRARY_DIRS SAGEJIT_CACHE_DIR=/tmp/sj-cache
 
@@ -95,7 +105,7 @@ for round in $(seq 1 "$rounds"); do
   timeout "$bench_timeout" /tmp/sj/bench/bench_attention "${bench_args[@]}" --warmup "$warmup" --iterations "$iterations" \
     >"$out/bench-$round.json" 2>"$out/bench-$round.err"
   stage "bench round $round rc=$?"
-  for name in "${variant_names[@]}"; do
+  for name in "${tree_names[@]}" "${variant_names[@]}"; do
     SAGEJIT_CACHE_DIR=/tmp/sj-cache-$name timeout "$bench_timeout" "/tmp/bench_attention-$name" "${bench_args[@]}" \
       --warmup "$warmup" --iterations "$iterations" >"$out/bench-$name-$round.json" 2>"$out/bench-$name-$round.err"
     stage "bench $name round $round rc=$?"
@@ -108,7 +118,7 @@ done
 if [[ -n ${NCU_SHAPES:-} ]]; then
   ncu_runs=("tree=/tmp/sj/bench/bench_attention=/tmp/sj-cache")
   [[ -n ${BEFORE:-} ]] && ncu_runs+=("before=/tmp/sj-before/bench/bench_attention=/tmp/sj-cache-before")
-  for name in "${variant_names[@]}"; do ncu_runs+=("$name=/tmp/bench_attention-$name=/tmp/sj-cache-$name"); done
+  for name in "${tree_names[@]}" "${variant_names[@]}"; do ncu_runs+=("$name=/tmp/bench_attention-$name=/tmp/sj-cache-$name"); done
   ncu_files=()
   for s in $NCU_SHAPES; do
     for run in "${ncu_runs[@]}"; do
@@ -122,7 +132,7 @@ if [[ -n ${NCU_SHAPES:-} ]]; then
   python3 "$(dirname "$0")/ncu_kernel_durations.py" "${ncu_files[@]}" >"$out/kernels.md"
 fi
 
-python3 - "$out" "$rounds" "${variant_names[@]}" <<'EOF' | tee "$out/compare.md"
+python3 - "$out" "$rounds" "${tree_names[@]}" "${variant_names[@]}" <<'EOF' | tee "$out/compare.md"
 import json, statistics, sys
 out, rounds, variants = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 tops, cos, order = {}, {}, []
