@@ -42,17 +42,18 @@ for t in "${tests[@]}"; do
 done
 sj_build "$src" /tmp/sj "$deps" --target sagejit bench_attention "${test_targets[@]}" >"$out/build.log" 2>&1
 stage "build rc=$? ($(grep -c '^\[' "$out/build.log") steps)"
-if [[ -n ${BEFORE:-} ]]; then
-  sj_build "$(realpath "$BEFORE")" /tmp/sj-before "$deps" --target bench_attention >"$out/build-before.log" 2>&1
-  stage "build before rc=$?"
-fi
-tree_names=()
-for t in ${TREES:-}; do
+# The whole trees beside <source-tree>, each built once into /tmp/sj-<name>: BEFORE (timed just before
+# it in every round) and TREES (timed after it, with the variants).
+extra_trees=() tree_names=()
+[[ -n ${BEFORE:-} ]] && extra_trees+=("before=$BEFORE")
+for t in ${TREES:-}; do extra_trees+=("$t"); done
+for t in "${extra_trees[@]}"; do
   name=${t%%=*}
-  sj_build "$(realpath "${t#*=}")" "/tmp/sj-tree-$name" "$deps" --target bench_attention >"$out/build-$name.log" 2>&1
+  sj_build "$(realpath "${t#*=}")" "/tmp/sj-$name" "$deps" --target bench_attention >"$out/build-$name.log" 2>&1
   rc=$?
-  stage "build tree $name rc=$rc"
-  [[ $rc == 0 ]] && cp "/tmp/sj-tree-$name/bench/bench_attention" "/tmp/bench_attention-$name" && tree_names+=("$name")
+  stage "build $name rc=$rc"
+  [[ $rc == 0 && $name != before ]] && cp "/tmp/sj-$name/bench/bench_attention" "/tmp/bench_attention-$name" &&
+    tree_names+=("$name")
 done
 SAGEJIT_LIBRARY_DIRS=$(find /opt /usr/local /usr/lib -name 'libnvrtc.so*' -printf '%h\n' 2>/dev/null | sort -u | paste -sd:)
 export SAGEJIT_LIBRARY_DIRS SAGEJIT_CACHE_DIR=/tmp/sj-cache
