@@ -9,6 +9,8 @@
 # <gpu-test>: memcheck:<test>[:<filter>] and racecheck:<test>[:<filter>] run it under compute-sanitizer.
 # BEFORE=<source-tree>: also build that tree's bench_attention and time it in every round, just before
 # <source-tree> (columns "before <config>"): a same-run comparison of two kernel sources.
+# BEFORE_CONFIGS="<config>..." (default: the configs above): the configs BEFORE is timed with, for a tree
+# whose bench_attention does not know a config form or key that <source-tree>'s does.
 # TREES="<name>=<source-tree> ...": also build each of those whole trees' bench_attention and time it in
 # every round (columns "<name> <config>"): like BEFORE, for more than two trees that differ in host code.
 # VARIANTS="<name>=<kernel_src-dir> ...": also time <source-tree> with each directory in place of its
@@ -96,10 +98,13 @@ fi
 
 bench_args=()
 for s in $shapes; do bench_args+=(--shape "$s"); done
+before_args=("${bench_args[@]}")
 bench_args+=(--config "${configs[@]}")
+read -ra before_configs <<<"${BEFORE_CONFIGS:-${configs[*]}}"
+before_args+=(--config "${before_configs[@]}")
 for round in $(seq 1 "$rounds"); do
   if [[ -n ${BEFORE:-} ]]; then
-    SAGEJIT_CACHE_DIR=/tmp/sj-cache-before timeout "$bench_timeout" /tmp/sj-before/bench/bench_attention "${bench_args[@]}" \
+    SAGEJIT_CACHE_DIR=/tmp/sj-cache-before timeout "$bench_timeout" /tmp/sj-before/bench/bench_attention "${before_args[@]}" \
       --warmup "$warmup" --iterations "$iterations" >"$out/bench-before-$round.json" 2>"$out/bench-before-$round.err"
     stage "bench before round $round rc=$?"
   fi
@@ -114,20 +119,28 @@ for round in $(seq 1 "$rounds"); do
 done
 
 # NCU_SHAPES="<shape>...": then Nsight Compute durations of every sj_ kernel of a few calls per shape
-# (the table config), for the tree, BEFORE and each variant (ncu-<tree>-<shape>.txt), summarized by
+# and config of NCU_CONFIGS (default "table"; BEFORE: those of them in BEFORE_CONFIGS), for the tree,
+# BEFORE and each variant (ncu-<tree>[-<config>]-<shape>.txt), summarized by
 # bench/ncu_kernel_durations.py in kernels.md: the prepare kernels and the attention kernel apart.
 if [[ -n ${NCU_SHAPES:-} ]]; then
   ncu_runs=("tree=/tmp/sj/bench/bench_attention=/tmp/sj-cache")
   [[ -n ${BEFORE:-} ]] && ncu_runs+=("before=/tmp/sj-before/bench/bench_attention=/tmp/sj-cache-before")
   for name in "${tree_names[@]}" "${variant_names[@]}"; do ncu_runs+=("$name=/tmp/bench_attention-$name=/tmp/sj-cache-$name"); done
   ncu_files=()
+  read -ra ncu_configs <<<"${NCU_CONFIGS:-table}"
   for s in $NCU_SHAPES; do
     for run in "${ncu_runs[@]}"; do
       IFS== read -r name binary cache <<<"$run"
-      SAGEJIT_CACHE_DIR=$cache timeout "$bench_timeout" ncu --clock-control none --metrics gpu__time_duration.sum \
-        -k regex:sj_ -c 16 "$binary" --shape "$s" --config table --warmup 1 --iterations 3 >"$out/ncu-$name-$s.txt" 2>&1
-      stage "ncu $name $s rc=$?"
-      ncu_files+=("$out/ncu-$name-$s.txt")
+      for config in "${ncu_configs[@]}"; do
+        [[ $name == before && " ${before_configs[*]} " != *" $config "* ]] && continue
+        label=$name
+        [[ $config != table ]] && label="$name-$(echo "$config" | tr -c 'A-Za-z0-9' '_' | sed 's/_*$//')"
+        SAGEJIT_CACHE_DIR=$cache timeout "$bench_timeout" ncu --clock-control none --metrics gpu__time_duration.sum \
+          -k regex:sj_ -c 16 "$binary" --shape "$s" --config "$config" --warmup 1 --iterations 3 \
+          >"$out/ncu-$label-$s.txt" 2>&1
+        stage "ncu $label $s rc=$?"
+        ncu_files+=("$out/ncu-$label-$s.txt")
+      done
     done
   done
   python3 "$(dirname "$0")/ncu_kernel_durations.py" "${ncu_files[@]}" >"$out/kernels.md"
