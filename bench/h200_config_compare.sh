@@ -34,7 +34,8 @@ bench_timeout=${BENCH_TIMEOUT_S:-150}
 shapes=${SHAPES:-flux-4608-d128 video-16k-d128 wan-32k-d128 video-16k-d128-causal vae-8k-d64 llm-4k-d128-causal small-1k-d128}
 mkdir -p "$out"
 source "$(dirname "$0")/h200_build.sh"
-left() { local l=$((budget - SECONDS)); echo $((l > 1 ? l : 1)); }
+# The tests' share: BUDGET_S counts from the first test, not from the script's start (the builds).
+left() { local l=$((budget - (SECONDS - tests_start))); echo $((l > 1 ? l : 1)); }
 stage() { echo "[$SECONDS s] $*"; }
 
 test_targets=()
@@ -60,6 +61,7 @@ done
 SAGEJIT_LIBRARY_DIRS=$(find /opt /usr/local /usr/lib -name 'libnvrtc.so*' -printf '%h\n' 2>/dev/null | sort -u | paste -sd:)
 export SAGEJIT_LIBRARY_DIRS SAGEJIT_CACHE_DIR=/tmp/sj-cache
 
+tests_start=$SECONDS
 for t in "${tests[@]}"; do
   name=${t%%:*} filter=
   [[ $t == *:* ]] && filter=${t#*:}
