@@ -37,6 +37,8 @@ source "$(dirname "$0")/h200_build.sh"
 # The tests' share: BUDGET_S counts from the first test, not from the script's start (the builds).
 left() { local l=$((budget - (SECONDS - tests_start))); echo $((l > 1 ? l : 1)); }
 stage() { echo "[$SECONDS s] $*"; }
+# A test filter or config as a file-name part: other characters as '_', none trailing.
+slug() { printf '%s' "$1" | tr -c 'A-Za-z0-9' '_' | sed 's/_*$//'; }
 
 test_targets=()
 for t in "${tests[@]}"; do
@@ -65,7 +67,7 @@ tests_start=$SECONDS
 for t in "${tests[@]}"; do
   name=${t%%:*} filter=
   [[ $t == *:* ]] && filter=${t#*:}
-  log="$out/${name}${filter:+-$(echo "$filter" | tr -c 'A-Za-z0-9' '_')}.log"
+  log="$out/${name}${filter:+-$(slug "$filter")}.log"
   args=()
   [[ -n $filter ]] && args=(-tc="$filter")
   if [[ $name == memcheck || $name == racecheck ]]; then
@@ -136,7 +138,7 @@ if [[ -n ${NCU_SHAPES:-} ]]; then
       for config in "${ncu_configs[@]}"; do
         [[ $name == before && " ${before_configs[*]} " != *" $config "* ]] && continue
         label=$name
-        [[ $config != table ]] && label="$name-$(echo "$config" | tr -c 'A-Za-z0-9' '_' | sed 's/_*$//')"
+        [[ $config != table ]] && label="$name-$(slug "$config")"
         SAGEJIT_CACHE_DIR=$cache timeout "$bench_timeout" ncu --clock-control none --metrics gpu__time_duration.sum \
           -k regex:sj_ -c 16 "$binary" --shape "$s" --config "$config" --warmup 1 --iterations 3 \
           >"$out/ncu-$label-$s.txt" 2>&1
