@@ -33,9 +33,12 @@ def rope(x: torch.Tensor) -> torch.Tensor:
     return torch.stack([even * cos - odd * sin, even * sin + odd * cos], -1).reshape(n, d)
 
 
-def errors(q, k, v, mean):
-    exact = torch.softmax(q @ k.T / math.sqrt(q.shape[1]), -1) @ v
-    out = torch.softmax(q @ quantize_dequantize_k(k - mean).T / math.sqrt(q.shape[1]), -1) @ v
+def attention(q, k, v):
+    return torch.softmax(q @ k.T / math.sqrt(q.shape[1]), -1) @ v
+
+
+def errors(q, k, v, exact, mean):
+    out = attention(q, quantize_dequantize_k(k - mean), v)
     cos = torch.nn.functional.cosine_similarity(out.flatten(), exact.flatten(), 0).item()
     return 1 - cos, (out - exact).abs().max().item()
 
@@ -51,21 +54,24 @@ def main() -> None:
     print(f"seed {args.seed} (--seed {args.seed} replays it)")
     generator = torch.Generator().manual_seed(args.seed)
     n, d = args.tokens, args.head_dim
+
+    def normal(*shape):
+        return torch.randn(*shape, dtype=torch.float64, generator=generator)
+
     print("| bias | RoPE | draw | 1-cos none | 1-cos full mean | 1-cos chunk sample | 1-cos token sample |"
           " max err full | max err chunk sample |")
     print("|---|---|---|---|---|---|---|---|---|")
     for bias in (0.5, 3.0, 10.0):
         for with_rope in (False, True):
             for draw in range(args.draws):
-                def normal(*shape):
-                    return torch.randn(*shape, dtype=torch.float64, generator=generator)
                 q, v = normal(n, d), normal(n, d)
                 k = normal(n, d) + bias * normal(d)
                 if with_rope:
                     q, k = rope(q), rope(k)
                 chunks = k.view(n // 64, 64, d)[:: args.every].reshape(-1, d)
                 means = [torch.zeros(d, dtype=torch.float64), k.mean(0), chunks.mean(0), k[:: args.every].mean(0)]
-                results = [errors(q, k, v, m) for m in means]
+                exact = attention(q, k, v)
+                results = [errors(q, k, v, exact, m) for m in means]
                 print(f"| {bias} | {'yes' if with_rope else 'no'} | {draw} | "
                       + " | ".join(f"{r[0]:.3e}" for r in results)
                       + f" | {results[1][1]:.4f} | {results[2][1]:.4f} |")
