@@ -156,7 +156,7 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
         for (std::int64_t chunk = 0; d < channels && chunk < p.seq_kv; chunk += SJ_K_MEAN_CHUNK) {
           double partial = 0.0;
           const std::int64_t end = std::min<std::int64_t>(chunk + SJ_K_MEAN_CHUNK, p.seq_kv);
-          for (std::int64_t n = chunk; n < end; n += SJ_K_MEAN_STRIDE)  // the sampled keys (sj_k_mean_sampled)
+          for (std::int64_t n = chunk; n < end; n += SJ_K_MEAN_STRIDE)  // the sampled keys
             if (key_valid(b, n)) partial = sj_add_rn_f64(partial, kv.get(b, h, n, d));
           sum = sj_add_rn_f64(sum, partial);
         }
