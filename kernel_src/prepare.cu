@@ -6,9 +6,8 @@
 //
 // Three entries, launched in order by runtime/src/plan/attention_runner.cpp:
 //   sj_prepare_stats     grid (ceil(Nk/64), Hk, B) (x: sj_k_mean_chunks): per 64-token chunk, fp64
-//                        partial K sums of its sampled keys (smoothing; every SJ_K_MEAN_STRIDE-th key,
-//                        so an eighth of K is read) and partial max|V| over every key (fp8 PV).
-//                        Skipped when neither is needed.
+//                        partial K sums (smoothing) and partial max|V| (fp8 PV). Skipped when neither
+//                        is needed.
 //   sj_prepare_finalize  grid (Hk, B, D / SJ_FINALIZE_CHANNELS): partials -> k_mean (0 without smoothing) and
 //                        v_scale (1 for fp16 PV), SJ_FINALIZE_CHANNELS channels of each per workgroup.
 //                        Skipped when p.finalize_in_quantize (at most 16 chunks): then every quantize
@@ -107,24 +106,22 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p SJ_KEY_MASK_
   const int last = first + SJ_K_MEAN_CHUNK < p.seq_kv ? first + SJ_K_MEAN_CHUNK : p.seq_kv;
   const sj_i64 partial = (((sj_i64)b * p.heads_kv + hk) * chunks + chunk) * SJ_D;
 #if SJ_KEY_MASK
-  // The chunk's valid keys, once per block; the block of the mask row's owner also counts the sampled
-  // ones for the K mean.
+  // The chunk's valid keys, once per block; the block of the mask row's owner also counts them for the K mean.
   SJ_SHARED unsigned char valid[SJ_K_MEAN_CHUNK];
   for (int n = (int)sj_thread_x(); n < SJ_K_MEAN_CHUNK; n += SJ_THREADS)
     valid[n] = first + n < last && sj_key_valid(p, km, b, hk, first + n) ? 1 : 0;
   sj_barrier();
   if (sj_thread_x() == 0 && sj_writes_mask_row(km, hk) && p.smooth_k) {
     int valid_count = 0;
-    for (int n = 0; n < SJ_K_MEAN_CHUNK; n += SJ_K_MEAN_STRIDE) valid_count += valid[n];  // first: a sample
+    for (int n = 0; n < SJ_K_MEAN_CHUNK; ++n) valid_count += valid[n];
     km.valid_keys_partial[sj_key_mask_row(km.heads, b, hk) * chunks + chunk] = valid_count;
   }
 #define SJ_STATS_KEY_VALID(n) (valid[(n) - first] != 0)
 #else
 #define SJ_STATS_KEY_VALID(n) true
 #endif
-  // Work items 0..D-1: the K sum of one channel over the chunk's sampled keys; D..2D-1: max|V| of one
-  // channel over all its keys. Each is a sequential loop over the chunk's tokens in order, which fixes
-  // the fp64 summation order of the contract.
+  // Work items 0..D-1: the K sum of one channel; D..2D-1: max|V| of one channel. Each is a sequential
+  // loop over the chunk's tokens in order, which fixes the fp64 summation order of the contract.
   for (int item = (int)sj_thread_x(); item < 2 * SJ_D; item += SJ_THREADS) {
     const int d = item % SJ_D;
     const int end = d < p.head_dim ? last : first;  // a padded channel reads no token: sum 0, amax 0
@@ -132,7 +129,7 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p SJ_KEY_MASK_
       if (!p.smooth_k) continue;
       const sj_i64 base = b * p.k_stride_b + (sj_i64)SJ_KEY_START(b) * p.k_stride_n + hk * p.k_stride_h + d;
       double sum = 0.0;
-      for (int n = first; n < end; n += SJ_K_MEAN_STRIDE)
+      for (int n = first; n < end; ++n)
         if (SJ_STATS_KEY_VALID(n)) sum = sj_add_rn_f64(sum, (double)sj_load_input(p.k, base + n * p.k_stride_n));
       p.k_mean_partial[partial + d] = sum;
     } else {
@@ -159,7 +156,7 @@ SJ_DEVICE float sj_k_mean_of_sum(const SjPrepareParams& p, int b, int hk, double
   for (int c = 0; c < chunks; ++c) valid_keys += km.valid_keys_partial[row * chunks + c];
   return sj_masked_k_mean(sum, valid_keys);
 #else
-  return sj_k_mean(sum, sj_k_mean_samples(p.seq_kv));
+  return sj_k_mean(sum, p.seq_kv);
 #endif
 }
 

@@ -103,8 +103,8 @@ SJ_HOST_DEVICE sj_i64 sj_lse_row(const int* cu_q, int b, int hq, int heads_q, in
   return (sj_i64)hq * total_q + sj_seq_start(cu_q, b, total_q) + row;
 }
 
-// The K mean over the sampled valid keys of a batch item (every SJ_K_MEAN_STRIDE-th): sj_k_mean of their fp64
-// sum and count; 0 when no sampled key is valid (nothing to subtract; no 0 / 0).
+// The K mean over the valid keys of a batch item: sj_k_mean of their fp64 sum and count; 0 when no
+// key is valid (nothing to subtract; no 0 / 0).
 SJ_HOST_DEVICE float sj_masked_k_mean(double sum, int valid_keys) {
   return valid_keys == 0 ? 0.0f : sj_k_mean(sum, valid_keys);
 }

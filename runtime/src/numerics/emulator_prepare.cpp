@@ -149,18 +149,18 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
     const auto key_valid = [&](std::int64_t, std::int64_t n) { return key_valid_for(b, h, n); };
     float* mean = &p.k_mean[size(item * D)];
     if (p.smooth_k) {
-      int valid_keys = 0;  // sampled valid keys (a masked call's divisor)
-      for (std::int64_t n = 0; n < p.seq_kv; n += SJ_K_MEAN_STRIDE) valid_keys += key_valid(b, n) ? 1 : 0;
+      int valid_keys = 0;
+      for (std::int64_t n = 0; n < p.seq_kv; ++n) valid_keys += key_valid(b, n) ? 1 : 0;
       for (std::int64_t d = 0; d < D; ++d) {
         double sum = 0.0;  // a padded channel reads no token: sum 0, mean 0
         for (std::int64_t chunk = 0; d < channels && chunk < p.seq_kv; chunk += SJ_K_MEAN_CHUNK) {
           double partial = 0.0;
           const std::int64_t end = std::min<std::int64_t>(chunk + SJ_K_MEAN_CHUNK, p.seq_kv);
-          for (std::int64_t n = chunk; n < end; n += SJ_K_MEAN_STRIDE)  // the sampled keys
+          for (std::int64_t n = chunk; n < end; ++n)
             if (key_valid(b, n)) partial = sj_add_rn_f64(partial, kv.get(b, h, n, d));
           sum = sj_add_rn_f64(sum, partial);
         }
-        mean[d] = mask.present() ? sj_masked_k_mean(sum, valid_keys) : sj_k_mean(sum, static_cast<int>(sj_k_mean_samples(p.seq_kv)));
+        mean[d] = mask.present() ? sj_masked_k_mean(sum, valid_keys) : sj_k_mean(sum, static_cast<int>(p.seq_kv));
       }
     }
     quantize_rows(
