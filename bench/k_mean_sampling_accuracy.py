@@ -6,7 +6,8 @@ changes how well K is centred before its int8 quantization, so this compares, in
 attention with K quantized after subtracting (a) nothing, (b) the full mean, (c) the mean of every
 `--every`-th 64-token chunk and (d) the mean of every `--every`-th token, against exact attention:
 1 - cos and max |error| of the output. Keys: N(0, 1) plus a per-channel bias (`--bias` times N(0, 1)),
-optionally rotated by RoPE (base 10000) as real models' keys are. The int8 step is the contract's
+optionally rotated by RoPE (base 10000) as real models' keys are. (d) with --every 8 is what the contract
+adopted (SJ_K_MEAN_STRIDE in kernel_src/common/constants.h; docs/NUMERICS.md "K mean"). The int8 step is the contract's
 (per 32-key block, scale = amax / 127, round to nearest); Q and P stay exact, so the figures isolate K.
 
 Run: python3 bench/k_mean_sampling_accuracy.py [--seed S] (prints the seed; the same seed replays).

@@ -6,8 +6,10 @@
 //
 // Three entries, launched in order by runtime/src/plan/attention_runner.cpp:
 //   sj_prepare_stats     grid (ceil(Nk/64), Hk, B) (x: sj_k_mean_chunks): per 64-token chunk, fp64
-//                        partial K sums (smoothing) and partial max|V| (fp8 PV). Skipped when neither
-//                        is needed.
+//                        partial K sums of its sampled keys (smoothing; every SJ_K_MEAN_STRIDE-th key,
+//                        so an eighth of K is read; with a mask, a chunk none of whose sampled keys is
+//                        valid sums all its valid keys) and partial max|V| over every key (fp8 PV).
+//                        Skipped when neither is needed.
 //   sj_prepare_finalize  grid (Hk, B, D / SJ_FINALIZE_CHANNELS): partials -> k_mean (0 without smoothing) and
 //                        v_scale (1 for fp16 PV), SJ_FINALIZE_CHANNELS channels of each per workgroup.
 //                        Skipped when p.finalize_in_quantize (at most 16 chunks): then every quantize
@@ -20,7 +22,7 @@
 // Compile-time defines: SJ_HEAD_DIM (64|128|256), SJ_DTYPE (0 bf16, 1 fp16), SJ_PV_FP16 (0|1),
 // SJ_PREPARE_THREADS (128|256), SJ_V_PERMUTE (0 natural key order, 1 the sm80 fp8 order of
 // arch/mma_sm80.h), SJ_KEY_MASK (optional, 1: a key mask, docs/NUMERICS.md "Key masks": a masked key
-// is left out like a key past Nk everywhere: the K mean (over the valid keys, counted per chunk),
+// is left out like a key past Nk everywhere: the K mean (over the valid keys of each chunk's step, counted per chunk),
 // the K block scales, the V channel scales, and its K and V rows are stored as 0; the quantize
 // kernel's K blocks of KV head 0 (of every head, with a per-head mask) also write the log2-domain
 // bias of their 32 keys to key_bias). A packed
@@ -106,22 +108,29 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p SJ_KEY_MASK_
   const int last = first + SJ_K_MEAN_CHUNK < p.seq_kv ? first + SJ_K_MEAN_CHUNK : p.seq_kv;
   const sj_i64 partial = (((sj_i64)b * p.heads_kv + hk) * chunks + chunk) * SJ_D;
 #if SJ_KEY_MASK
-  // The chunk's valid keys, once per block; the block of the mask row's owner also counts them for the K mean.
+  // The chunk's valid keys, once per block; from them every thread takes the chunk's K-mean step (its
+  // sampled keys, or all its keys when none of those is valid), and the block of the mask row's owner
+  // counts the valid keys of that step for the K mean's divisor.
   SJ_SHARED unsigned char valid[SJ_K_MEAN_CHUNK];
   for (int n = (int)sj_thread_x(); n < SJ_K_MEAN_CHUNK; n += SJ_THREADS)
     valid[n] = first + n < last && sj_key_valid(p, km, b, hk, first + n) ? 1 : 0;
   sj_barrier();
+  int sampled_valid = 0;
+  for (int n = 0; n < SJ_K_MEAN_CHUNK; n += SJ_K_MEAN_STRIDE) sampled_valid += valid[n];
+  const int k_step = sj_masked_k_mean_step(sampled_valid);
   if (sj_thread_x() == 0 && sj_writes_mask_row(km, hk) && p.smooth_k) {
-    int valid_count = 0;
-    for (int n = 0; n < SJ_K_MEAN_CHUNK; ++n) valid_count += valid[n];
-    km.valid_keys_partial[sj_key_mask_row(km.heads, b, hk) * chunks + chunk] = valid_count;
+    int summed = 0;
+    for (int n = 0; n < SJ_K_MEAN_CHUNK; n += k_step) summed += valid[n];
+    km.valid_keys_partial[sj_key_mask_row(km.heads, b, hk) * chunks + chunk] = summed;
   }
 #define SJ_STATS_KEY_VALID(n) (valid[(n) - first] != 0)
 #else
+  const int k_step = SJ_K_MEAN_STRIDE;
 #define SJ_STATS_KEY_VALID(n) true
 #endif
-  // Work items 0..D-1: the K sum of one channel; D..2D-1: max|V| of one channel. Each is a sequential
-  // loop over the chunk's tokens in order, which fixes the fp64 summation order of the contract.
+  // Work items 0..D-1: the K sum of one channel over the chunk's keys of step k_step; D..2D-1: max|V| of one
+  // channel over all its keys. Each is a sequential loop over the chunk's tokens in order, which fixes
+  // the fp64 summation order of the contract.
   for (int item = (int)sj_thread_x(); item < 2 * SJ_D; item += SJ_THREADS) {
     const int d = item % SJ_D;
     const int end = d < p.head_dim ? last : first;  // a padded channel reads no token: sum 0, amax 0
@@ -129,7 +138,7 @@ SJ_KERNEL void SJ_PREPARE_BOUNDS sj_prepare_stats(SjPrepareParams p SJ_KEY_MASK_
       if (!p.smooth_k) continue;
       const sj_i64 base = b * p.k_stride_b + (sj_i64)SJ_KEY_START(b) * p.k_stride_n + hk * p.k_stride_h + d;
       double sum = 0.0;
-      for (int n = first; n < end; ++n)
+      for (int n = first; n < end; n += k_step)
         if (SJ_STATS_KEY_VALID(n)) sum = sj_add_rn_f64(sum, (double)sj_load_input(p.k, base + n * p.k_stride_n));
       p.k_mean_partial[partial + d] = sum;
     } else {
@@ -156,7 +165,7 @@ SJ_DEVICE float sj_k_mean_of_sum(const SjPrepareParams& p, int b, int hk, double
   for (int c = 0; c < chunks; ++c) valid_keys += km.valid_keys_partial[row * chunks + c];
   return sj_masked_k_mean(sum, valid_keys);
 #else
-  return sj_k_mean(sum, p.seq_kv);
+  return sj_k_mean(sum, sj_k_mean_samples(p.seq_kv));
 #endif
 }
 

@@ -6,6 +6,7 @@
 // (tests/random_support.hpp); SAGEJIT_KEY_MASK_TRIALS sets the number of random problems (default 24).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -244,7 +245,7 @@ TEST_CASE("key masks: masked keys take no part (their k and v values change noth
   }
 }
 
-TEST_CASE("key masks: the K mean is the fp64 mean of the valid keys, key_bias the log2-domain bias") {
+TEST_CASE("key masks: the K mean is the fp64 mean of each chunk's sampled valid keys (all its valid keys when none is sampled), key_bias the log2-domain bias") {
   std::mt19937_64 rng(sagejit::test::detail::mix(sagejit::test::test_seed() + 0x4b4f));
   for (int trial = 0; trial < 8; ++trial) {
     Case c = draw_case(rng);
@@ -269,18 +270,81 @@ TEST_CASE("key masks: the K mean is the fp64 mean of the valid keys, key_bias th
         }
       for (std::int64_t h = 0; h < c.heads_kv; ++h)
         for (std::int64_t d = 0; d < c.head_dim; ++d) {
+          // Per 64-key chunk: its every eighth key when one of those is valid, else all its keys.
           double sum = 0.0;
           int valid = 0;
-          for (std::int64_t n = 0; n < c.seq_kv; ++n)
-            if (!key_masked(mask.view, b, n, h)) {
-              sum += in.k.get(b, h, n, d);
-              ++valid;
-            }
+          for (std::int64_t chunk = 0; chunk < c.seq_kv; chunk += 64) {
+            const std::int64_t end = std::min<std::int64_t>(chunk + 64, c.seq_kv);
+            bool sampled = false;
+            for (std::int64_t n = chunk; n < end; n += 8) sampled = sampled || !key_masked(mask.view, b, n, h);
+            for (std::int64_t n = chunk; n < end; n += sampled ? 8 : 1)
+              if (!key_masked(mask.view, b, n, h)) {
+                sum += in.k.get(b, h, n, d);
+                ++valid;
+              }
+          }
           const double expected = valid == 0 ? 0.0 : sum / valid;
           const double got = p.k_mean[static_cast<std::size_t>((b * c.heads_kv + h) * c.head_dim_pad + d)];
           CHECK(std::abs(got - expected) <= 1e-6 * (1.0 + std::abs(expected)));
         }
     }
+  }
+}
+
+TEST_CASE("key masks: a chunk none of whose sampled keys is valid adds all its valid keys to the K mean") {
+  // A sparse mask can leave every sampled key of a chunk (keys 0, 8, ... of it) masked; the chunk then
+  // sums all its valid keys, so K stays smoothed (a mean of 0 would leave K's channel offsets in its
+  // int8 blocks). Each layout: which keys are valid; the expected mean in the contract's order (fp64
+  // partial per 64-key chunk, chunks in order, one division).
+  std::mt19937_64 rng(sagejit::test::detail::mix(sagejit::test::test_seed() + 0x4b51));
+  struct MaskCase {
+    std::int64_t keys;
+    bool (*valid)(std::int64_t n);
+  };
+  const MaskCase layouts[] = {
+      {10, [](std::int64_t n) { return n % 8 != 0; }},  // one chunk, both samples (0, 8) masked
+      // chunk 0 all valid (sampled), chunk 1 only unsampled keys, chunk 2 (128, 129) only key 129
+      {130, [](std::int64_t n) { return n < 64 || n % 8 != 0; }},
+      // left padding, the last ten keys: chunk 2's valid keys (190, 191) unsampled, chunk 3's 192 sampled
+      {200, [](std::int64_t n) { return n >= 190; }},
+  };
+  for (const MaskCase& layout : layouts) {
+    const std::int64_t D = 64;
+    HostTensor q({1, 1, 4, D}, DType::bf16, Layout::HND), k({1, 1, layout.keys, D}, DType::bf16, Layout::HND),
+        v({1, 1, layout.keys, D}, DType::bf16, Layout::HND);
+    fill_normal(q, rng);
+    fill_channel_offsets(k, rng, 2.0);
+    fill_normal(v, rng);
+    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(layout.keys));
+    for (std::int64_t n = 0; n < layout.keys; ++n) bytes[static_cast<std::size_t>(n)] = layout.valid(n) ? 1 : 0;
+    EmulatorOptions options;
+    options.smooth_k = true;
+    options.head_dim_pad = D;
+    options.key_mask = KeyMaskView{bytes.data(), SJ_KEY_MASK_BOOL, 0, 1};
+    CAPTURE(layout.keys);
+    const PreparedTensors p = prepare(q.view(), k.view(), v.view(), Layout::HND, options);
+    double largest_offset = 0.0;
+    for (std::int64_t d = 0; d < D; ++d) {
+      double total = 0.0;
+      int summed = 0;
+      for (std::int64_t chunk = 0; chunk < layout.keys; chunk += 64) {
+        const std::int64_t end = std::min<std::int64_t>(chunk + 64, layout.keys);
+        bool sampled = false;
+        for (std::int64_t n = chunk; n < end; n += 8) sampled = sampled || layout.valid(n);
+        double partial = 0.0;
+        for (std::int64_t n = chunk; n < end; n += sampled ? 8 : 1)
+          if (layout.valid(n)) {
+            partial += k.get(0, 0, n, d);
+            ++summed;
+          }
+        total += partial;
+      }
+      REQUIRE(summed > 0);
+      const float expected = static_cast<float>(total / summed);
+      CHECK(p.k_mean[static_cast<std::size_t>(d)] == expected);
+      largest_offset = std::max(largest_offset, std::abs(static_cast<double>(expected)));
+    }
+    CHECK(largest_offset > 0.5);  // the channel offsets (N(0, 2) per channel) are subtracted, not 0
   }
 }
 

@@ -13,6 +13,12 @@
 #define SJ_SEQ_PAD 128       // every workspace holds a multiple of this many tokens (zero rows past the call's)
 #define SJ_QUANT_TILE 128    // rows of Q or K, or keys of V, per quantize workgroup (divides SJ_SEQ_PAD)
 #define SJ_K_MEAN_CHUNK 64   // tokens per fp64 partial sum of the K mean (fixed summation order)
+// The K mean is taken over every SJ_K_MEAN_STRIDE-th key (keys 0, 8, 16, ... of each batch item;
+// docs/NUMERICS.md "K mean"): softmax is blind to any vector subtracted from every key, so the mean
+// only centres K for its int8 blocks, and a token-strided sample centres it as well (within 4% of the
+// full mean's 1 - cos, bench/k_mean_sampling_accuracy.py) while the stats pass reads an eighth of K.
+#define SJ_K_MEAN_STRIDE 8   // divides SJ_K_MEAN_CHUNK: every chunk starts at a sampled key
+static_assert(SJ_K_MEAN_CHUNK % SJ_K_MEAN_STRIDE == 0, "every K-mean chunk starts at a sampled key");
 #define SJ_P_OFFSET 8.807f   // log2-domain offset of the probabilities before the PV product
 #define SJ_LOG2E 1.4426950408889634  // double; the Q factor is float(double(sm_scale) * SJ_LOG2E)
 
@@ -32,6 +38,12 @@ SJ_HOST_DEVICE Int sj_padded_length(Int tokens) {
 template <typename Int>
 SJ_HOST_DEVICE Int sj_k_mean_chunks(Int seq_kv) {
   return (seq_kv + SJ_K_MEAN_CHUNK - 1) / SJ_K_MEAN_CHUNK;
+}
+
+// How many of `seq_kv` keys the K mean samples (the divisor of an unmasked call's mean).
+template <typename Int>
+SJ_HOST_DEVICE Int sj_k_mean_samples(Int seq_kv) {
+  return (seq_kv + SJ_K_MEAN_STRIDE - 1) / SJ_K_MEAN_STRIDE;
 }
 
 // Channels of K's mean and of V's scale per finalize workgroup (its grid z: head_dim / this).

@@ -103,8 +103,17 @@ SJ_HOST_DEVICE sj_i64 sj_lse_row(const int* cu_q, int b, int hq, int heads_q, in
   return (sj_i64)hq * total_q + sj_seq_start(cu_q, b, total_q) + row;
 }
 
-// The K mean over the valid keys of a batch item: sj_k_mean of their fp64 sum and count; 0 when no
-// key is valid (nothing to subtract; no 0 / 0).
-SJ_HOST_DEVICE float sj_masked_k_mean(double sum, int valid_keys) {
-  return valid_keys == 0 ? 0.0f : sj_k_mean(sum, valid_keys);
+// The key step of one K-mean chunk's sum in a masked call, from how many of its sampled keys (every
+// SJ_K_MEAN_STRIDE-th, the chunk's first included) are valid: the sampled keys when any of them is,
+// else every key, so the chunk adds all its valid keys (docs/NUMERICS.md "Key masks"). A sparse mask
+// can leave no sampled key valid; without this the mean would fall to 0 and K go unsmoothed. An
+// all-true mask samples every chunk exactly as a call without a mask does, bit for bit.
+SJ_HOST_DEVICE int sj_masked_k_mean_step(int sampled_valid_keys) {
+  return sampled_valid_keys > 0 ? SJ_K_MEAN_STRIDE : 1;
+}
+
+// The K mean over the keys the chunks of a masked call summed (sj_masked_k_mean_step): sj_k_mean of
+// their fp64 sum and count; 0 when no key is valid (nothing to subtract; no 0 / 0).
+SJ_HOST_DEVICE float sj_masked_k_mean(double sum, int summed_keys) {
+  return summed_keys == 0 ? 0.0f : sj_k_mean(sum, summed_keys);
 }

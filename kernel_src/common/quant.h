@@ -52,8 +52,9 @@ SJ_HOST_DEVICE float sj_q_prescale(float q, float q_mul) { return sj_mul_rn(q, q
 // K with smoothing: x = float(k) - mean[d] (mean = 0 without smoothing gives x = k exactly).
 SJ_HOST_DEVICE float sj_k_smooth(float k, float mean) { return sj_sub_rn(k, mean); }
 
-// K mean from the fixed-order fp64 sum (see docs/NUMERICS.md): mean = float(sum / double(Nk)).
-SJ_HOST_DEVICE float sj_k_mean(double sum, int seq_kv) { return (float)sj_div_rn_f64(sum, (double)seq_kv); }
+// K mean from the fixed-order fp64 sum of its sampled keys (see docs/NUMERICS.md): mean = float(sum /
+// double(samples)), samples = sj_k_mean_samples(Nk) (or the sampled valid keys of a masked call).
+SJ_HOST_DEVICE float sj_k_mean(double sum, int samples) { return (float)sj_div_rn_f64(sum, (double)samples); }
 
 // Step 4: block scale.
 SJ_HOST_DEVICE float sj_int8_scale(float amax) { return sj_div_rn(amax, SJ_INT8_MAX); }

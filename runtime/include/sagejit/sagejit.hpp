@@ -32,7 +32,8 @@ struct AttentionOptions {
   bool causal = false;
   // Softmax scale; 1/sqrt(head_dim) when absent. Must be finite and > 0.
   std::optional<float> sm_scale;
-  // Subtract the per-channel mean of K before quantizing (SageAttention's smooth_k).
+  // Subtract the per-channel mean of K (over every eighth key: docs/NUMERICS.md "K mean") before
+  // quantizing (SageAttention's smooth_k).
   bool smooth_k = true;
   // Optional log-sum-exp output, fp32 [B, Hq, Nq] contiguous, on the tensors' device: the natural
   // log of sum_j exp(q_i . k_j * sm_scale) (what torch.logsumexp gives). nullptr: not computed.

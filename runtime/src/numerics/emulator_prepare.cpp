@@ -2,6 +2,7 @@
 // kernel_src/common/quant.h that the GPU prepare kernels use, so the workspaces match bit for bit.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "common/constants.h"
 #include "common/key_mask.h"
@@ -149,18 +150,27 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
     const auto key_valid = [&](std::int64_t, std::int64_t n) { return key_valid_for(b, h, n); };
     float* mean = &p.k_mean[size(item * D)];
     if (p.smooth_k) {
-      int valid_keys = 0;
-      for (std::int64_t n = 0; n < p.seq_kv; ++n) valid_keys += key_valid(b, n) ? 1 : 0;
+      // Each chunk's key step: its sampled keys, or with a mask all its keys when none of its sampled
+      // keys is valid (sj_masked_k_mean_step); a masked call divides by the valid keys of those steps.
+      std::vector<int> steps;
+      int summed_keys = 0;
+      for (std::int64_t chunk = 0; chunk < p.seq_kv; chunk += SJ_K_MEAN_CHUNK) {
+        const std::int64_t end = std::min<std::int64_t>(chunk + SJ_K_MEAN_CHUNK, p.seq_kv);
+        int sampled_valid = 0;
+        for (std::int64_t n = chunk; n < end; n += SJ_K_MEAN_STRIDE) sampled_valid += key_valid(b, n) ? 1 : 0;
+        steps.push_back(mask.present() ? sj_masked_k_mean_step(sampled_valid) : SJ_K_MEAN_STRIDE);
+        for (std::int64_t n = chunk; n < end; n += steps.back()) summed_keys += key_valid(b, n) ? 1 : 0;
+      }
       for (std::int64_t d = 0; d < D; ++d) {
         double sum = 0.0;  // a padded channel reads no token: sum 0, mean 0
         for (std::int64_t chunk = 0; d < channels && chunk < p.seq_kv; chunk += SJ_K_MEAN_CHUNK) {
           double partial = 0.0;
           const std::int64_t end = std::min<std::int64_t>(chunk + SJ_K_MEAN_CHUNK, p.seq_kv);
-          for (std::int64_t n = chunk; n < end; ++n)
+          for (std::int64_t n = chunk; n < end; n += steps[size(chunk / SJ_K_MEAN_CHUNK)])
             if (key_valid(b, n)) partial = sj_add_rn_f64(partial, kv.get(b, h, n, d));
           sum = sj_add_rn_f64(sum, partial);
         }
-        mean[d] = mask.present() ? sj_masked_k_mean(sum, valid_keys) : sj_k_mean(sum, static_cast<int>(p.seq_kv));
+        mean[d] = mask.present() ? sj_masked_k_mean(sum, summed_keys) : sj_k_mean(sum, static_cast<int>(sj_k_mean_samples(p.seq_kv)));
       }
     }
     quantize_rows(
