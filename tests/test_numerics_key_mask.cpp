@@ -131,6 +131,31 @@ bool row_has_valid_key(const Case& c, const KeyMaskView& mask, std::int64_t b, s
   return false;
 }
 
+// The K mean's fp64 sum and how many keys it summed, recomputed from docs/NUMERICS.md "Key masks":
+// per 64-key chunk its every eighth key when one of those is valid, else all its valid keys; each
+// chunk's partial summed in key order, the partials in chunk order.
+struct KeySum {
+  double sum = 0.0;
+  int keys = 0;
+};
+template <typename Valid, typename Value>
+KeySum k_mean_sum(std::int64_t keys, Valid valid, Value value) {
+  KeySum total;
+  for (std::int64_t chunk = 0; chunk < keys; chunk += 64) {
+    const std::int64_t end = std::min<std::int64_t>(chunk + 64, keys);
+    bool sampled = false;
+    for (std::int64_t n = chunk; n < end; n += 8) sampled = sampled || valid(n);
+    double partial = 0.0;
+    for (std::int64_t n = chunk; n < end; n += sampled ? 8 : 1)
+      if (valid(n)) {
+        partial += value(n);
+        ++total.keys;
+      }
+    total.sum += partial;
+  }
+  return total;
+}
+
 }  // namespace
 
 TEST_CASE("key masks: the emulator matches fp64 attention with the mask, all-masked rows give 0 and LSE -inf") {
@@ -270,20 +295,10 @@ TEST_CASE("key masks: the K mean is the fp64 mean of each chunk's sampled valid 
         }
       for (std::int64_t h = 0; h < c.heads_kv; ++h)
         for (std::int64_t d = 0; d < c.head_dim; ++d) {
-          // Per 64-key chunk: its every eighth key when one of those is valid, else all its keys.
-          double sum = 0.0;
-          int valid = 0;
-          for (std::int64_t chunk = 0; chunk < c.seq_kv; chunk += 64) {
-            const std::int64_t end = std::min<std::int64_t>(chunk + 64, c.seq_kv);
-            bool sampled = false;
-            for (std::int64_t n = chunk; n < end; n += 8) sampled = sampled || !key_masked(mask.view, b, n, h);
-            for (std::int64_t n = chunk; n < end; n += sampled ? 8 : 1)
-              if (!key_masked(mask.view, b, n, h)) {
-                sum += in.k.get(b, h, n, d);
-                ++valid;
-              }
-          }
-          const double expected = valid == 0 ? 0.0 : sum / valid;
+          const KeySum s = k_mean_sum(
+              c.seq_kv, [&](std::int64_t n) { return !key_masked(mask.view, b, n, h); },
+              [&](std::int64_t n) { return in.k.get(b, h, n, d); });
+          const double expected = s.keys == 0 ? 0.0 : s.sum / s.keys;
           const double got = p.k_mean[static_cast<std::size_t>((b * c.heads_kv + h) * c.head_dim_pad + d)];
           CHECK(std::abs(got - expected) <= 1e-6 * (1.0 + std::abs(expected)));
         }
@@ -294,8 +309,8 @@ TEST_CASE("key masks: the K mean is the fp64 mean of each chunk's sampled valid 
 TEST_CASE("key masks: a chunk none of whose sampled keys is valid adds all its valid keys to the K mean") {
   // A sparse mask can leave every sampled key of a chunk (keys 0, 8, ... of it) masked; the chunk then
   // sums all its valid keys, so K stays smoothed (a mean of 0 would leave K's channel offsets in its
-  // int8 blocks). Each layout: which keys are valid; the expected mean in the contract's order (fp64
-  // partial per 64-key chunk, chunks in order, one division).
+  // int8 blocks). Each layout: which keys are valid; the expected mean in the contract's order
+  // (k_mean_sum, one division).
   std::mt19937_64 rng(sagejit::test::detail::mix(sagejit::test::test_seed() + 0x4b51));
   struct MaskCase {
     std::int64_t keys;
@@ -325,22 +340,9 @@ TEST_CASE("key masks: a chunk none of whose sampled keys is valid adds all its v
     const PreparedTensors p = prepare(q.view(), k.view(), v.view(), Layout::HND, options);
     double largest_offset = 0.0;
     for (std::int64_t d = 0; d < D; ++d) {
-      double total = 0.0;
-      int summed = 0;
-      for (std::int64_t chunk = 0; chunk < layout.keys; chunk += 64) {
-        const std::int64_t end = std::min<std::int64_t>(chunk + 64, layout.keys);
-        bool sampled = false;
-        for (std::int64_t n = chunk; n < end; n += 8) sampled = sampled || layout.valid(n);
-        double partial = 0.0;
-        for (std::int64_t n = chunk; n < end; n += sampled ? 8 : 1)
-          if (layout.valid(n)) {
-            partial += k.get(0, 0, n, d);
-            ++summed;
-          }
-        total += partial;
-      }
-      REQUIRE(summed > 0);
-      const float expected = static_cast<float>(total / summed);
+      const KeySum s = k_mean_sum(layout.keys, layout.valid, [&](std::int64_t n) { return k.get(0, 0, n, d); });
+      REQUIRE(s.keys > 0);
+      const float expected = static_cast<float>(s.sum / s.keys);
       CHECK(p.k_mean[static_cast<std::size_t>(d)] == expected);
       largest_offset = std::max(largest_offset, std::abs(static_cast<double>(expected)));
     }

@@ -61,7 +61,7 @@ struct SjKeyMask {
   int kind;                 // SJ_KEY_MASK_BOOL | _F32 | _BF16 | _F16
   int heads;                // 1: one mask row per batch item; H (= Hq = Hk): one per batch item and head
   float* key_bias;          // workspace [mask rows, Nk_pad]: log2-domain bias, -inf for masked keys and keys >= Nk
-  int* valid_keys_partial;  // workspace [mask rows, ceil(Nk / 64)]: sampled valid keys per K-mean chunk (smoothing), or null
+  int* valid_keys_partial;  // workspace [mask rows, ceil(Nk / 64)]: valid keys each K-mean chunk summed (smoothing), or null
   // A packed varlen call (docs/NUMERICS.md "Varlen"): batch item b is rows cu[b] .. cu[b + 1] - 1 of the
   // packed q (cu_seqlens_q) and k, v (cu_seqlens_k), whose batch strides are 0; seq_q and seq_kv of the
   // params are the longest sequences. Null for a dense call (then kind names the caller's mask; a

@@ -53,7 +53,7 @@ SJ_HOST_DEVICE float sj_q_prescale(float q, float q_mul) { return sj_mul_rn(q, q
 SJ_HOST_DEVICE float sj_k_smooth(float k, float mean) { return sj_sub_rn(k, mean); }
 
 // K mean from the fixed-order fp64 sum of its sampled keys (see docs/NUMERICS.md): mean = float(sum /
-// double(samples)), samples = sj_k_mean_samples(Nk) (or the sampled valid keys of a masked call).
+// double(samples)), samples = sj_k_mean_samples(Nk) (or the valid keys a masked call's chunks summed).
 SJ_HOST_DEVICE float sj_k_mean(double sum, int samples) { return (float)sj_div_rn_f64(sum, (double)samples); }
 
 // Step 4: block scale.

@@ -150,15 +150,16 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
     const auto key_valid = [&](std::int64_t, std::int64_t n) { return key_valid_for(b, h, n); };
     float* mean = &p.k_mean[size(item * D)];
     if (p.smooth_k) {
-      // Each chunk's key step: its sampled keys, or with a mask all its keys when none of its sampled
-      // keys is valid (sj_masked_k_mean_step); a masked call divides by the valid keys of those steps.
+      // Each chunk's key step: its sampled keys, or all its keys when none of its sampled keys is valid
+      // (sj_masked_k_mean_step); the mean divides by the valid keys of those steps. Without a mask every
+      // key is valid, so every chunk samples and the count is sj_k_mean_samples(Nk): one rule for both.
       std::vector<int> steps;
       int summed_keys = 0;
       for (std::int64_t chunk = 0; chunk < p.seq_kv; chunk += SJ_K_MEAN_CHUNK) {
         const std::int64_t end = std::min<std::int64_t>(chunk + SJ_K_MEAN_CHUNK, p.seq_kv);
         int sampled_valid = 0;
         for (std::int64_t n = chunk; n < end; n += SJ_K_MEAN_STRIDE) sampled_valid += key_valid(b, n) ? 1 : 0;
-        steps.push_back(mask.present() ? sj_masked_k_mean_step(sampled_valid) : SJ_K_MEAN_STRIDE);
+        steps.push_back(sj_masked_k_mean_step(sampled_valid));
         for (std::int64_t n = chunk; n < end; n += steps.back()) summed_keys += key_valid(b, n) ? 1 : 0;
       }
       for (std::int64_t d = 0; d < D; ++d) {
@@ -170,7 +171,7 @@ PreparedTensors prepare(const TensorView& q, const TensorView& k, const TensorVi
             if (key_valid(b, n)) partial = sj_add_rn_f64(partial, kv.get(b, h, n, d));
           sum = sj_add_rn_f64(sum, partial);
         }
-        mean[d] = mask.present() ? sj_masked_k_mean(sum, summed_keys) : sj_k_mean(sum, static_cast<int>(sj_k_mean_samples(p.seq_kv)));
+        mean[d] = sj_masked_k_mean(sum, summed_keys);
       }
     }
     quantize_rows(
